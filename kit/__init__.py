@@ -1,0 +1,35 @@
+"""kit: a small NumPy/CuPy autograd engine for learning and prototyping custom operators.
+
+>>> import kit
+>>> x = kit.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> (x ** 2).sum().backward()
+>>> x.grad
+tensor([2., 4., 6.])
+"""
+
+from kit import backend
+from kit._tensor import (
+    Tensor, arange, bool_, empty, eye, float16, float32, float64, from_numpy, full, int8, int16,
+    int32, int64, linspace, manual_seed, ones, ones_like, rand, randint, randn, tensor, uint8,
+    zeros, zeros_like,
+)
+from kit.autograd import backward, grad
+from kit.function import Function, FunctionCtx, once_differentiable
+from kit.grad_mode import (
+    detect_anomaly, enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled,
+)
+from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from kit.ops import *  # noqa: F403 - the primitive set is kit's namespace, as in torch
+from kit.ops import __all__ as _ops_all
+
+synchronize = backend.synchronize
+
+__all__ = [
+    "Function", "FunctionCtx", "GradcheckError", "Tensor", "arange", "backend", "backward",
+    "bool_", "detect_anomaly", "empty", "enable_grad", "eye", "float16", "float32", "float64",
+    "from_numpy", "full", "grad", "gradcheck", "gradgradcheck", "int8", "int16", "int32", "int64",
+    "is_anomaly_enabled", "is_grad_enabled", "linspace", "manual_seed", "no_grad",
+    "once_differentiable", "ones", "ones_like", "rand", "randint", "randn", "set_grad_enabled",
+    "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,
+]
+__version__ = "0.1.0"

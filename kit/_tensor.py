@@ -1,0 +1,509 @@
+"""The Tensor: an xp array, plus what autograd needs to know about it."""
+
+from __future__ import annotations
+
+import weakref
+import warnings
+
+import numpy as np
+
+from kit import backend, engine
+from kit.engine import AccumulateGrad
+
+float16 = np.dtype("float16")
+float32 = np.dtype("float32")
+float64 = np.dtype("float64")
+int8 = np.dtype("int8")
+int16 = np.dtype("int16")
+int32 = np.dtype("int32")
+int64 = np.dtype("int64")
+uint8 = np.dtype("uint8")
+bool_ = np.dtype("bool")
+SUPPORTED_DTYPES = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
+_DEFAULT_FLOAT = float32
+
+
+class RemovableHandle:
+    """Returned by `register_hook`; `.remove()` takes the hook off again."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: dict):
+        RemovableHandle._next_id += 1
+        self.id = RemovableHandle._next_id
+        self._hooks = hooks
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+
+class Tensor:
+    """An n-dimensional array that records the operations made on it for backward."""
+
+    __slots__ = (
+        "data", "requires_grad", "_grad", "grad_fn", "_nr", "_edge", "_vc", "_acc", "_hooks",
+        "_retains_grad", "name", "__weakref__",
+    )
+    __array_priority__ = 1000  # so that ndarray <op> Tensor defers to Tensor's reflected op
+
+    def __init__(self, data, requires_grad=False):
+        self.data = data
+        self.requires_grad = requires_grad
+        self._grad = None
+        self.grad_fn = None
+        self._nr = 0
+        self._edge = None
+        self._vc = [0]
+        self._acc = None
+        self._hooks = None
+        self._retains_grad = False
+        self.name = None
+        if requires_grad:
+            _check_grad_dtype(data.dtype, "requires_grad=True")
+
+    @classmethod
+    def _from_node(cls, data, node, nr):
+        """A non-leaf Tensor: output `nr` of `node`."""
+        t = cls(data)
+        t.requires_grad = True
+        t.grad_fn = node
+        t._nr = nr
+        t._edge = (node, nr)
+        return t
+
+    # --- metadata -----------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def device(self) -> str:
+        return backend.device_of(self.data)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    def size(self, dim=None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def dim(self):
+        return self.data.ndim
+
+    def numel(self):
+        return int(self.data.size)
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    @property
+    def grad(self):
+        if self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during backward. If you want the "
+                "gradient of this non-leaf Tensor, call .retain_grad() on it before backward.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"assigned grad must be a Tensor or None, got {type(value).__name__}")
+        if value is not None and value.shape != self.shape:
+            raise RuntimeError(
+                f"assigned grad has shape {list(value.shape)} but the tensor has shape "
+                f"{list(self.shape)}"
+            )
+        self._grad = value
+
+    # --- conversion ---------------------------------------------------------------------
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(
+                f"a Tensor with {self.data.size} elements cannot be converted to a Python "
+                f"scalar; item() needs exactly one element"
+            )
+        return self.data.item()
+
+    def numpy(self):
+        """The data as a NumPy array (shares memory on the CPU, as in PyTorch)."""
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        if backend.device_of(self.data) != "cpu":
+            raise TypeError(
+                "can't convert a gpu tensor to numpy: copy it to the CPU first with "
+                ".to('cpu').numpy() (or .cpu().numpy())"
+            )
+        return self.data
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        data = self.data if backend.device_of(self.data) == "cpu" else self.data.get()
+        return data if dtype is None else data.astype(dtype)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {self.data.size} values is ambiguous; use "
+                f".any() or .all()"
+            )
+        return bool(self.data)
+
+    def __index__(self):
+        if self.data.dtype.kind not in "biu" or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be used as an index")
+        return int(self.data.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        return _format(self)
+
+    # --- autograd -----------------------------------------------------------------------
+    def _leaf_edge(self):
+        acc = self._acc() if self._acc is not None else None
+        if acc is None:
+            acc = AccumulateGrad(self)
+            self._acc = weakref.ref(acc)
+        return (acc, 0)
+
+    def detach(self):
+        """A new Tensor sharing the data, cut from the graph."""
+        t = Tensor(self.data)
+        t._vc = self._vc  # a view: in-place changes on either are seen by saved-tensor checks
+        return t
+
+    def detach_(self):
+        self.grad_fn = None
+        self._edge = None
+        self.requires_grad = False
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach()."
+                )
+            return self
+        if requires_grad:
+            _check_grad_dtype(self.data.dtype, "requires_grad_()")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def retain_grad(self):
+        """Keep the gradient of this non-leaf Tensor in `.grad` after backward."""
+        if self.grad_fn is None:
+            if not self.requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if not self._retains_grad:
+            self._retains_grad = True
+            hooks = _node_hooks(self.grad_fn, self._nr)
+            hooks["retain"] = weakref.ref(self)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """Call `hook(grad)` when the gradient of this tensor is computed; it may return a
+        replacement gradient.
+
+        >>> import kit
+        >>> x = kit.tensor([1.0, 2.0], requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 2)
+        >>> (x * 3).sum().backward()
+        >>> x.grad
+        tensor([6., 6.])
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient"
+            )
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            hooks = self._hooks
+        else:
+            hooks = _node_hooks(self.grad_fn, self._nr)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the leaves' `.grad`.
+
+        A non-scalar tensor needs `gradient` (the vector in the vector-Jacobian product).
+        """
+        from kit import autograd
+
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # --- devices and dtypes -------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """`to(device)`, `to(dtype)` or both; recorded, so gradients flow back across it."""
+        from kit.ops import movement
+
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for arg in args:
+            if isinstance(arg, (np.dtype, type)) or _is_dtype_name(arg):
+                dtype = arg
+            else:
+                device = arg
+        out = self
+        if dtype is not None:
+            out = movement.astype(out, dtype)
+        if device is not None:
+            out = movement.to_device(out, device)
+        return out
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self):
+        return self.to("gpu")
+
+    def gpu(self):
+        return self.to("gpu")
+
+    def float(self):
+        return self.to(float32)
+
+    def double(self):
+        return self.to(float64)
+
+    def long(self):
+        return self.to(int64)
+
+    def int(self):
+        return self.to(int32)
+
+    def bool(self):
+        return self.to(bool_)
+
+    def type(self, dtype=None):
+        return str(self.dtype) if dtype is None else self.to(dtype)
+
+
+def _is_dtype_name(value):
+    return isinstance(value, str) and value in {str(d) for d in SUPPORTED_DTYPES}
+
+
+def _node_hooks(node, nr):
+    if node.pre_hooks is None:
+        node.pre_hooks = {}
+    hooks = node.pre_hooks.get(nr)
+    if hooks is None:
+        hooks = node.pre_hooks[nr] = {}
+    return hooks
+
+
+def _check_grad_dtype(dtype, what):
+    if dtype.kind not in "fc":
+        raise RuntimeError(
+            f"only Tensors of floating point dtype can require gradients ({what} on a {dtype} "
+            f"tensor). Fix: convert first, e.g. kit.tensor(data, dtype=kit.float32)"
+        )
+
+
+def _format(t):
+    data = t.data if backend.device_of(t.data) == "cpu" else t.data.get()
+    body = np.array2string(
+        data, separator=", ", prefix="tensor(", precision=4, suppress_small=True,
+        floatmode="maxprec",
+    )
+    extras = []
+    if backend.device_of(t.data) != "cpu":
+        extras.append("device='gpu'")
+    if data.dtype not in (float32, int64, bool_) or data.size == 0:
+        extras.append(f"dtype=kit.{data.dtype}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + ", ".join([body] + extras) + ")"
+
+
+# --- creation -------------------------------------------------------------------------------
+
+def _to_array(data, dtype, device):
+    """Convert user data to an xp array with PyTorch's dtype defaults."""
+    if isinstance(data, Tensor):
+        data = data.data
+    xp = np if backend.normalize_device(device) == "cpu" else backend.require_gpu("device='gpu'")
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+    if isinstance(data, (np.ndarray, np.generic)) or backend.device_of(data) == "gpu":
+        arr = data
+    else:
+        arr = np.asarray(data)
+        if dtype is None and arr.dtype == float64 and not _has_float64(data):
+            arr = arr.astype(_DEFAULT_FLOAT)  # Python floats default to float32
+    if dtype is not None:
+        arr = arr.astype(dtype, copy=False)
+    if arr.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(
+            f"kit.tensor: unsupported dtype {arr.dtype} (from {type(data).__name__}); kit "
+            f"supports {', '.join(str(d) for d in SUPPORTED_DTYPES)}. Fix: convert the data "
+            f"first, e.g. np.asarray(data, dtype=np.float32)"
+        )
+    if xp is np:
+        arr = backend.to_device(arr, "cpu") if backend.device_of(arr) == "gpu" else arr
+        return np.array(arr, copy=True)
+    return xp.array(arr)
+
+
+def _has_float64(data):
+    """True if a nested Python sequence holds an explicit np.float64 (kept as float64)."""
+    if isinstance(data, np.floating):
+        return data.dtype == float64
+    if isinstance(data, (list, tuple)):
+        return any(_has_float64(x) for x in data)
+    return False
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new leaf Tensor holding a copy of `data`.
+
+    Python floats give float32 (as in PyTorch); NumPy arrays keep their dtype.
+
+    >>> import kit
+    >>> kit.tensor([1.0, 2.0]).dtype
+    dtype('float32')
+    """
+    return Tensor(_to_array(data, dtype, device), requires_grad=requires_grad)
+
+
+def from_numpy(array):
+    """A Tensor sharing memory with a NumPy array (as `torch.from_numpy`)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"from_numpy: unsupported dtype {array.dtype}")
+    return Tensor(array)
+
+
+def _creator(fill):
+    def create(*shape, dtype=None, device=None, requires_grad=False):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        xp = np if backend.normalize_device(device) == "cpu" else backend.require_gpu("device")
+        return Tensor(fill(xp, shape, np.dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
+
+    return create
+
+
+zeros = _creator(lambda xp, shape, dtype: xp.zeros(shape, dtype))
+ones = _creator(lambda xp, shape, dtype: xp.ones(shape, dtype))
+empty = zeros
+
+
+def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
+    xp = np if backend.normalize_device(device) == "cpu" else backend.require_gpu("device")
+    return Tensor(xp.full(shape, fill_value, np.dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
+
+
+def zeros_like(t, dtype=None, requires_grad=False):
+    xp = backend.get_array_module(t.data)
+    return Tensor(xp.zeros_like(t.data, dtype=dtype), requires_grad)
+
+
+def ones_like(t, dtype=None, requires_grad=False):
+    xp = backend.get_array_module(t.data)
+    return Tensor(xp.ones_like(t.data, dtype=dtype), requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """Like torch.arange: integers give int64, any float argument gives float32."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        floats = any(isinstance(v, float) for v in (start, end, step))
+        dtype = _DEFAULT_FLOAT if floats else int64
+    xp = np if backend.normalize_device(device) == "cpu" else backend.require_gpu("device")
+    return Tensor(xp.arange(start, end, step).astype(dtype), requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    xp = np if backend.normalize_device(device) == "cpu" else backend.require_gpu("device")
+    return Tensor(xp.linspace(start, end, steps).astype(dtype or _DEFAULT_FLOAT), requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    xp = np if backend.normalize_device(device) == "cpu" else backend.require_gpu("device")
+    return Tensor(xp.eye(n, m, dtype=np.dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
+
+
+class _Random:
+    """kit's random generator, seeded by `manual_seed` (NumPy's PCG64, not PyTorch's stream)."""
+
+    generator = np.random.default_rng(0)
+
+
+def manual_seed(seed: int):
+    """Seed kit's random functions (randn, rand, randint) for reproducible lessons."""
+    _Random.generator = np.random.default_rng(seed)
+    return _Random.generator
+
+
+def _random(draw):
+    def create(*shape, dtype=None, device=None, requires_grad=False):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        data = draw(_Random.generator, shape).astype(dtype or _DEFAULT_FLOAT)
+        if backend.normalize_device(device) == "gpu":
+            data = backend.to_device(data, "gpu")
+        return Tensor(data, requires_grad)
+
+    return create
+
+
+randn = _random(lambda rng, shape: rng.standard_normal(shape))
+rand = _random(lambda rng, shape: rng.random(shape))
+
+
+def randint(low, high=None, size=(), dtype=None, device=None):
+    if high is None:
+        low, high = 0, low
+    data = _Random.generator.integers(low, high, size=size).astype(dtype or int64)
+    if backend.normalize_device(device) == "gpu":
+        data = backend.to_device(data, "gpu")
+    return Tensor(data)
+
+
+engine.bind_tensor(Tensor)

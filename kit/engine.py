@@ -1,0 +1,355 @@
+"""The graph and the reverse pass.
+
+Every recorded call, a built-in primitive or a user's Function, is one `Node`. A node knows the
+nodes that produced its inputs (`next_functions`, as in PyTorch), what it saved for backward, and the
+shape and dtype of its outputs. Leaves that require grad end in an `AccumulateGrad` node.
+
+The reverse pass (`run_backward`) is iterative: it counts, for each node, how many consumers will
+send it a gradient, then runs a node once all of them have. Gradients live in a dict local to the
+call and are popped once used. Broadcasting is undone here, in one place (`_fit`).
+
+First-order backward passes raw arrays between nodes (fast); with `create_graph=True` it passes
+Tensors with grad mode on, so the gradient is itself differentiable.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+
+from kit import backend
+from kit.grad_mode import STATE
+
+_FREED = object()  # marks saved values released after a backward without retain_graph
+
+
+class Node:
+    """One recorded operation: the unit the reverse pass walks.
+
+    Public, read-only attributes used by tools such as kit.viz:
+    `name()`, `next_functions`, `kind` ("builtin" or "custom"), `frontend` (for custom ops),
+    `output_meta` ((shape, dtype) per output), `params`, `saved_values()`.
+    """
+
+    __slots__ = (
+        "_name", "rule", "next_functions", "saved", "versions", "params", "output_meta",
+        "pre_hooks", "out_data", "out_vc", "out_ref", "stack", "__weakref__",
+    )
+    kind = "builtin"
+    frontend = None
+
+    def __init__(self, name, rule, next_functions, saved, versions, params, output_meta):
+        self._name = name
+        self.rule = rule
+        self.next_functions = next_functions
+        self.saved = saved
+        self.versions = versions
+        self.params = params
+        self.output_meta = output_meta
+        self.pre_hooks = None
+        self.out_data = None
+        self.out_vc = None
+        self.out_ref = None
+        self.stack = traceback.format_stack()[:-3] if STATE.anomaly else None
+
+    def name(self) -> str:
+        """PyTorch's spelling of the backward node: `MulBackward0` for the op `mul`."""
+        return "".join(part.title() for part in self._name.split("_")) + "Backward0"
+
+    @property
+    def op(self) -> str:
+        """The forward op's name, as kit.ops spells it ("mul", "matmul", or a Function's)."""
+        return self._name
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+    @property
+    def needs_input_grad(self):
+        return tuple(edge is not None for edge in self.next_functions)
+
+    def outputs(self):
+        """The output Tensors still alive (None for ones already collected)."""
+        ref = self.out_ref
+        return (ref() if ref is not None else None,)
+
+    def saved_values(self):
+        """What the node keeps for backward, for display: Tensors, arrays or constants."""
+        if self.saved is _FREED:
+            return ()
+        return tuple(self.out_data if v is _OUT else v for v in self.saved)
+
+    def released(self) -> bool:
+        return self.saved is _FREED
+
+    # -- called by the engine -------------------------------------------------------------
+    def apply(self, grads, differentiable):
+        """Gradients for each input, given the gradient of each output."""
+        saved = self.saved
+        if saved is _FREED:
+            raise RuntimeError(_freed_message(self))
+        if saved:
+            check_versions(self)
+            if differentiable:
+                values = [self._as_tensor(v) for v in saved]
+            else:
+                values = [
+                    self.out_data if v is _OUT else v.data if isinstance(v, Tensor) else v
+                    for v in saved
+                ]
+            return self.rule(self, grads[0], *values)
+        return self.rule(self, grads[0])
+
+    def _as_tensor(self, value):
+        if value is _OUT:
+            return Tensor._from_node(self.out_data, self, 0)
+        return value
+
+    def release(self):
+        if self.saved:
+            self.saved = _FREED
+            self.out_data = None
+
+
+_OUT = object()  # in Node.saved: "my own output", kept as data to avoid a reference cycle
+OUTPUT = _OUT
+
+
+class AccumulateGrad(Node):
+    """The end of a path: adds the incoming gradient into a leaf's `.grad`."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__("accumulate_grad", None, (), (), (), None,
+                         ((variable.shape, variable.dtype),))
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def outputs(self):
+        return (self.variable,)
+
+
+def check_versions(node):
+    """Raise if a tensor saved by `node` was modified in place after it was saved."""
+    for value, expected in zip(node.saved, node.versions):
+        if expected < 0:
+            continue
+        vc = node.out_vc if value is _OUT else value._vc
+        if vc[0] != expected:
+            what = "its output" if value is _OUT else (
+                f"a saved tensor of shape {list(value.shape)} and dtype {value.dtype}"
+            )
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {what}, saved by {node.name()}, is at version {vc[0]}; "
+                f"expected version {expected} instead. Fix: do not modify it in place (use an "
+                f"out-of-place op such as `x = x + 1`, or `.clone()` it before the change)."
+            )
+
+
+def _freed_message(node):
+    return (
+        f"Trying to backward through the graph a second time (or directly access saved tensors "
+        f"after they have already been freed): {node.name()} released what it saved after the "
+        f"first backward. Fix: pass retain_graph=True to the first backward (or grad) call if "
+        f"you need to go through the same graph twice, or recompute the forward."
+    )
+
+
+# --- the reverse pass -----------------------------------------------------------------------
+
+def _fit(node, index, g, meta, differentiable):
+    """Make `g` match the shape and dtype the node's input expects; undo broadcasting."""
+    shape, dtype = meta
+    if g.shape != shape:
+        if not _sum_compatible(g.shape, shape):
+            raise RuntimeError(
+                f"{node.name()} returned an invalid gradient at index {index} - got "
+                f"{list(g.shape)} but expected shape compatible with {list(shape)}"
+            )
+        g = _sum_to(g, shape, differentiable)
+    if g.dtype != dtype:
+        g = g.to(dtype) if differentiable else g.astype(dtype)
+    return g
+
+
+def _sum_compatible(have, want):
+    """True when `want` broadcasts to `have`, so summing `have` down to `want` undoes it."""
+    if len(want) > len(have):
+        return False
+    return all(w == h or w == 1 for h, w in zip(have[len(have) - len(want):], want))
+
+
+def _sum_to(g, shape, differentiable):
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
+    )
+    return g.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+def _collect(roots):
+    """Count, for every node reachable from `roots`, how many edges point at it."""
+    deps = {}
+    stack = list(roots)
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        for edge in node.next_functions:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capture=None):
+    """Send `root_grads` backward from `roots`, a list of (node, output index) pairs.
+
+    Without `capture`, gradients reaching leaves are accumulated into their `.grad`. With
+    `capture` (a dict {(node, output index): slot}), the gradients arriving at those outputs are
+    returned in a list instead and no `.grad` is touched (this is `kit.grad`).
+    """
+    differentiable = create_graph
+    deps = _collect({node for node, _ in roots})
+    buffers = {}
+    for (node, index), g in zip(roots, root_grads):
+        _add(buffers, node, index, g)
+    captured = [None] * len(capture) if capture is not None else None
+    # Arrays already stored in some .grad: a second leaf receiving the same array gets a copy.
+    owned = {id(g.base if g.base is not None else g) for g in root_grads
+             if not differentiable and g is not None}
+    ready = [node for node in buffers if deps.get(node, 0) == 0]
+    anomaly = STATE.anomaly
+    previous = STATE.enabled
+    STATE.enabled = differentiable
+    try:
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node, None)
+            is_leaf = type(node) is AccumulateGrad
+            if grads is not None:
+                hooks = node.variable._hooks if is_leaf else node.pre_hooks
+                if hooks:
+                    grads = _run_hooks(node, hooks if is_leaf else None, grads, differentiable,
+                                       owned)
+                if capture is not None:
+                    for index, g in enumerate(grads):
+                        slot = capture.get((node, index))
+                        if slot is not None and g is not None:
+                            captured[slot] = g
+                if is_leaf:
+                    if capture is None and grads[0] is not None:
+                        _accumulate(node.variable, grads[0], differentiable, owned)
+                    continue
+            if is_leaf:
+                continue
+            if grads is None or (grads[0] is None and all(g is None for g in grads)):
+                in_grads = ()  # nothing flows through this node, but its inputs still wait on it
+            else:
+                in_grads = node.apply(grads, differentiable)
+                if not retain_graph:
+                    node.release()
+                if anomaly:
+                    _check_nan(node, in_grads)
+            for index, edge in enumerate(node.next_functions):
+                if edge is None:
+                    continue
+                nxt, nr = edge
+                g = in_grads[index] if index < len(in_grads) else None
+                if g is not None:
+                    _add(buffers, nxt, nr, _fit(node, index, g, nxt.output_meta[nr],
+                                                differentiable))
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    ready.append(nxt)
+    finally:
+        STATE.enabled = previous
+    if captured is None:
+        return None
+    return [g if g is None or isinstance(g, Tensor) else Tensor(g) for g in captured]
+
+
+def _add(buffers, node, index, g):
+    slot = buffers.get(node)
+    if slot is None:
+        slot = buffers[node] = [None] * len(node.output_meta)
+    have = slot[index]
+    slot[index] = g if have is None else have + g
+
+
+def _run_hooks(node, leaf_hooks, grads, differentiable, owned):
+    """Tensor hooks may replace a gradient; retain_grad runs last and stores it."""
+    grads = list(grads)
+    per_output = {0: leaf_hooks} if leaf_hooks is not None else node.pre_hooks
+    for index, hooks in per_output.items():
+        g = grads[index]
+        if g is None:
+            continue
+        for key, hook in list(hooks.items()):
+            if key == "retain":
+                continue
+            result = hook(g if differentiable else Tensor(g))
+            if result is not None:
+                if not isinstance(result, Tensor):
+                    raise TypeError(
+                        f"a hook on a gradient flowing into {node.name()} returned "
+                        f"{type(result).__name__}; a hook must return a Tensor or None"
+                    )
+                if tuple(result.shape) != tuple(g.shape):
+                    raise RuntimeError(
+                        f"a hook on a gradient flowing into {node.name()} changed its shape from "
+                        f"{list(g.shape)} to {list(result.shape)}; a hook must keep the shape"
+                    )
+                g = result if differentiable else result.data
+        retained = hooks.get("retain")
+        if retained is not None and retained() is not None:
+            _accumulate(retained(), g, differentiable, owned)
+        grads[index] = g
+    return grads
+
+
+def _accumulate(tensor, g, differentiable, owned):
+    """Add `g` into `tensor.grad`, out of place, never sharing an array with another .grad."""
+    if differentiable:
+        tensor._grad = g if tensor._grad is None else tensor._grad + g
+        return
+    if tensor._grad is not None:
+        tensor._grad = Tensor(tensor._grad.data + g)
+        return
+    base = g.base
+    if base is not None or id(g) in owned:
+        g = g.copy()  # NOTE: a view or a shared array; `x.grad.zero_()` must not change others
+    owned.add(id(g))
+    tensor._grad = Tensor(g)
+
+
+def _check_nan(node, in_grads):
+    for index, g in enumerate(in_grads):
+        if g is None:
+            continue
+        data = g.data if isinstance(g, Tensor) else g
+        xp = backend.get_array_module(data)
+        if data.dtype.kind in "fc" and bool(xp.isnan(data).any()):
+            where = ""
+            if node.stack:
+                where = "\nThe forward call that created it:\n" + "".join(node.stack[-4:])
+            raise RuntimeError(
+                f"Function '{node.name()}' returned nan values in its {index}th output "
+                f"(the gradient for input {index} of {node.op}).{where}"
+            )
+
+
+Tensor = None  # bound by kit._tensor once the class exists (the two modules need each other)
+
+
+def bind_tensor(cls):
+    global Tensor
+    Tensor = cls

@@ -1,0 +1,429 @@
+"""`kit.Function`: the one extension contract, PyTorch's autograd.Function.
+
+A Function's call becomes the same kind of graph node as a built-in op (a `FunctionNode`), so the
+engine, `kit.grad`, hooks and kit.viz treat it like any other. Both of PyTorch's forms work:
+`forward(ctx, *args)`, or `forward(*args)` plus `setup_context(ctx, inputs, output)`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+
+from kit import backend
+from kit._tensor import Tensor
+from kit.engine import Node, check_versions
+from kit.grad_mode import STATE, no_grad
+
+_FREED = object()
+
+
+class FunctionCtx:
+    """The `ctx` of a Function: what forward leaves for backward."""
+
+    _known = {"needs_input_grad", "materialize_grads"}
+
+    def __init__(self):
+        object.__setattr__(self, "needs_input_grad", ())
+        object.__setattr__(self, "materialize_grads", True)
+        object.__setattr__(self, "_saved", ())
+        object.__setattr__(self, "_versions", ())
+        object.__setattr__(self, "_dirty", ())
+        object.__setattr__(self, "_non_differentiable", ())
+        object.__setattr__(self, "_node", None)
+
+    def __setattr__(self, name, value):
+        if isinstance(value, Tensor) and not name.startswith("_") and name not in self._known:
+            warnings.warn(
+                f"ctx.{name} = <Tensor>: a tensor stored as a ctx attribute is not tracked (no "
+                f"in-place check, not freed after backward, wrong double backward). Use "
+                f"ctx.save_for_backward({name}) in forward and ctx.saved_tensors in backward.",
+                UserWarning,
+                stacklevel=2,
+            )
+        object.__setattr__(self, name, value)
+
+    def save_for_backward(self, *tensors):
+        """Keep tensors (inputs, outputs or intermediates; None allowed) for backward."""
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    f"save_for_backward can only save tensors, but argument {i} is of type "
+                    f"{type(t).__name__}. Fix: store non-tensors as ctx attributes (ctx.k = 3)"
+                )
+        object.__setattr__(self, "_saved", tuple(tensors))
+        object.__setattr__(
+            self, "_versions", tuple(-1 if t is None else t._vc[0] for t in tensors)
+        )
+
+    @property
+    def saved_tensors(self):
+        saved = self._saved
+        if saved is _FREED:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or if "
+                "you need to access saved tensors after calling backward."
+            )
+        node = self._node
+        if node is not None:
+            check_versions(node)
+            return tuple(node.unpack(v) for v in saved)
+        return saved
+
+    def mark_dirty(self, *tensors):
+        """Declare inputs that forward modified in place (and returns)."""
+        object.__setattr__(self, "_dirty", tensors)
+
+    def mark_non_differentiable(self, *tensors):
+        """Declare outputs that have no gradient (indices, masks)."""
+        object.__setattr__(self, "_non_differentiable", tensors)
+
+    def set_materialize_grads(self, value: bool):
+        """With False, gradients of unused outputs reach backward as None instead of zeros."""
+        object.__setattr__(self, "materialize_grads", bool(value))
+
+
+class _SavedOutput:
+    """In ctx._saved: "my output i", kept as data so the graph has no reference cycle."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+class FunctionNode(Node):
+    """The graph node of one call to a Function."""
+
+    __slots__ = ("ctx", "function", "n_inputs", "input_names", "outputs_data", "out_vcs")
+    kind = "custom"
+
+    def __init__(self, function, ctx, edges, inputs, outputs):
+        meta = tuple((o.shape, o.dtype) if isinstance(o, Tensor) else None for o in outputs)
+        super().__init__(function.__name__, None, edges, (), (), None, meta)
+        self.ctx = ctx
+        self.function = function
+        self.n_inputs = len(inputs)
+        self.input_names = _input_names(function, inputs)
+        self.outputs_data = [o.data if isinstance(o, Tensor) else None for o in outputs]
+        self.out_vcs = [o._vc if isinstance(o, Tensor) else None for o in outputs]
+
+    @property
+    def frontend(self):
+        return getattr(self.function, "frontend", "PyTorch-style")
+
+    def name(self) -> str:
+        return f"{self.function.__name__}Backward"
+
+    def saved_values(self):
+        saved = self.ctx._saved
+        return () if saved is _FREED else tuple(self.unpack(v) for v in saved)
+
+    def released(self):
+        return self.ctx._saved is _FREED
+
+    def unpack(self, value):
+        if isinstance(value, _SavedOutput):
+            return Tensor._from_node(self.outputs_data[value.index], self, value.index)
+        return value
+
+    def apply(self, grads, differentiable):
+        ctx = self.ctx
+        if ctx._saved is _FREED:
+            return ctx.saved_tensors  # raises the "second time" error
+        wrapped = []
+        for g, meta in zip(grads, self.output_meta):
+            if g is None:
+                if ctx.materialize_grads and meta is not None:
+                    xp = backend.get_array_module(self.outputs_data[len(wrapped)])
+                    g = xp.zeros(meta[0], meta[1])
+                else:
+                    wrapped.append(None)
+                    continue
+            wrapped.append(g if isinstance(g, Tensor) else Tensor(g))
+        backward = _backward_of(self.function)
+        result = backward(ctx, *wrapped)
+        return self._check(result, differentiable)
+
+    def _check(self, result, differentiable):
+        result = result if isinstance(result, tuple) else (result,)
+        name, n = self.name(), self.n_inputs
+        if len(result) < n:
+            raise RuntimeError(
+                f"function {name} returned an incorrect number of gradients (expected {n}, got "
+                f"{len(result)}). backward must return one gradient per forward input, in order: "
+                f"{self._inputs_text()}."
+            )
+        for i, g in enumerate(result[n:], start=n):
+            if g is not None:
+                raise RuntimeError(
+                    f"function {name} returned an incorrect number of gradients (expected {n}, got "
+                    f"{len(result)}): the extra gradient at index {i} must be None"
+                )
+        out = []
+        for i, g in enumerate(result[:n]):
+            if g is None:
+                out.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                raise TypeError(
+                    f"function {name} returned a gradient of type {type(g).__name__} at index "
+                    f"{i} (for input {self.input_names[i]}): expected Tensor or None (got "
+                    f"{type(g).__name__}). Fix: return a kit Tensor, e.g. kit.tensor(value)"
+                )
+            if self.next_functions[i] is None and not self.ctx.needs_input_grad[i]:
+                if self.input_names[i].endswith("(not a tensor)"):
+                    raise RuntimeError(
+                        f"function {name} returned a gradient different than None at position "
+                        f"{i}, but the corresponding forward input ({self.input_names[i]}) is not "
+                        f"a Tensor: return None there"
+                    )
+                out.append(None)
+                continue
+            out.append(g if differentiable else g.data)
+        return out
+
+    def _inputs_text(self):
+        needs = self.ctx.needs_input_grad
+        parts = []
+        for i, label in enumerate(self.input_names):
+            if label.endswith("(not a tensor)"):
+                parts.append(f"[{i}] {label} -> None")
+            else:
+                parts.append(f"[{i}] {label}" + ("" if needs[i] else " (may be None)"))
+        return ", ".join(parts)
+
+    def release(self):
+        if self.ctx._saved:
+            object.__setattr__(self.ctx, "_saved", _FREED)
+            self.outputs_data = [None] * len(self.outputs_data)
+
+
+def _input_names(function, inputs):
+    try:
+        params = list(inspect.signature(function.forward).parameters)
+    except (TypeError, ValueError):
+        params = []
+    if params and not _separate_form(function) and params[0] in ("ctx", "self"):
+        params = params[1:]
+    names = []
+    for i, value in enumerate(inputs):
+        label = params[i] if i < len(params) and not params[i].startswith("*") else f"arg{i}"
+        names.append(label if isinstance(value, Tensor) else f"{label} (not a tensor)")
+    return names
+
+
+def _separate_form(cls):
+    return cls.setup_context is not Function.setup_context
+
+
+def _backward_of(cls):
+    has_backward = cls.backward is not Function.backward
+    has_vjp = cls.vjp is not Function.vjp
+    if has_backward and has_vjp:
+        raise RuntimeError(
+            f"{cls.__name__}: implementing both 'backward' and 'vjp' for a custom Function is "
+            f"not allowed. You should only implement one of them."
+        )
+    if not (has_backward or has_vjp):
+        raise NotImplementedError(
+            f"You must implement either the backward or vjp method for your custom "
+            f"autograd.Function {cls.__name__} to use it with backward mode AD."
+        )
+    return cls.backward if has_backward else cls.vjp
+
+
+class Function:
+    """Base class for custom differentiable operations (PyTorch's autograd.Function).
+
+    >>> import kit
+    >>> class Square(kit.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 2 * x * g
+    >>> x = kit.tensor([3.0], requires_grad=True)
+    >>> Square.apply(x).sum().backward(); x.grad
+    tensor([6.])
+    """
+
+    frontend = "PyTorch-style"
+    generate_vmap_rule = False
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        cls = type(self).__name__
+        raise RuntimeError(
+            f"Legacy autograd function with non-static forward method is deprecated. Please use "
+            f"new-style autograd function with static forward method. You called an instance: "
+            f"{cls}()(...). Fix: call the class's apply, {cls}.apply(...)"
+        )
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError
+
+    @staticmethod
+    def vjp(ctx, *grad_outputs):
+        raise NotImplementedError
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD."
+        )
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        separate = _separate_form(cls)
+        inputs = _bind(cls, separate, args, kwargs)
+        ctx = FunctionCtx()
+        recording = STATE.enabled and any(
+            isinstance(a, Tensor) and a.requires_grad for a in inputs
+        )
+        object.__setattr__(ctx, "needs_input_grad", tuple(
+            recording and isinstance(a, Tensor) and a.requires_grad for a in inputs
+        ))
+        with no_grad():
+            output = cls.forward(*inputs) if separate else cls.forward(ctx, *inputs)
+        if separate:
+            cls.setup_context(ctx, inputs, output)
+        return _wrap_outputs(cls, ctx, inputs, output, recording)
+
+
+def _bind(cls, separate, args, kwargs):
+    """Forward's arguments as one positional tuple, defaults filled in (setup_context's inputs)."""
+    try:
+        sig = inspect.signature(cls.forward)
+    except (TypeError, ValueError):
+        return args
+    params = list(sig.parameters.values())
+    if not separate and params:
+        params = params[1:]  # ctx
+    sig = sig.replace(parameters=params)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{cls.__name__}.apply: {exc} (forward{sig})") from None
+    bound.apply_defaults()
+    values = []
+    for p in params:
+        v = bound.arguments.get(p.name)
+        if p.kind is p.VAR_POSITIONAL:
+            values.extend(v or ())
+        elif p.kind is p.VAR_KEYWORD:
+            if v:
+                raise TypeError(f"{cls.__name__}.apply: **kwargs in forward are not supported")
+        else:
+            values.append(v)
+    return tuple(values)
+
+
+def _wrap_outputs(cls, ctx, inputs, output, recording):
+    single = not isinstance(output, tuple)
+    outputs = (output,) if single else output
+    dirty = ctx._dirty
+    non_diff = ctx._non_differentiable
+    returned = [o for o in outputs if isinstance(o, Tensor)]
+    for t in dirty:
+        if not any(t is o for o in returned):
+            raise RuntimeError(
+                f"{cls.__name__}: some elements marked as dirty during the forward method were not "
+                f"returned as output. The inputs that are modified inplace must all be outputs of "
+                f"the Function."
+            )
+        if recording and t.grad_fn is None and t.requires_grad:
+            raise RuntimeError(
+                f"{cls.__name__}: a leaf Variable that requires grad has been used in an in-place "
+                f"operation (it was passed to ctx.mark_dirty). Fix: pass a non-leaf, e.g. "
+                f"x.clone(), or run it under kit.no_grad()"
+            )
+    final = []
+    for o in outputs:
+        if isinstance(o, Tensor):
+            if any(o is t for t in dirty):
+                o._vc[0] += 1
+            elif any(o is a for a in inputs):
+                alias = Tensor(o.data)  # an input returned unchanged is a new (view) tensor
+                alias._vc = o._vc
+                o = alias
+        final.append(o)
+    if recording:
+        edges = tuple(
+            (a._edge or a._leaf_edge()) if isinstance(a, Tensor) and a.requires_grad else None
+            for a in inputs
+        )
+        node = FunctionNode(cls, ctx, edges, inputs, final)
+        object.__setattr__(ctx, "_node", node)
+        for i, o in enumerate(final):
+            if isinstance(o, Tensor) and not any(o is t for t in non_diff):
+                o.requires_grad = True
+                o.grad_fn, o._nr, o._edge = node, i, (node, i)
+            elif isinstance(o, Tensor):
+                o.requires_grad = False
+        saved = tuple(_mark_output(t, final) for t in ctx._saved)
+        object.__setattr__(ctx, "_saved", saved)
+        node.versions = tuple(
+            -1 if t is None or isinstance(t, _SavedOutput) else v
+            for t, v in zip(saved, ctx._versions)
+        )
+        node.saved = tuple(t for t in saved)
+    return final[0] if single else tuple(final)
+
+
+def _mark_output(t, outputs):
+    for i, o in enumerate(outputs):
+        if t is o:
+            return _SavedOutput(i)
+    return t
+
+
+def once_differentiable(backward):
+    """Mark a backward that is not itself differentiable (uses NumPy, say): a double backward
+    through it raises a clear error instead of giving a wrong answer."""
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with no_grad():
+            result = backward(ctx, *grads)
+        if not STATE.enabled or not any(isinstance(g, Tensor) and g.requires_grad for g in grads):
+            return result
+        from kit.ops._record import record
+
+        sources = tuple(g for g in grads if isinstance(g, Tensor) and g.requires_grad)
+        results = result if isinstance(result, tuple) else (result,)
+        wrapped = tuple(
+            record("once_differentiable", _twice_rule, r.data, sources) if isinstance(r, Tensor)
+            else r
+            for r in results
+        )
+        return wrapped if isinstance(result, tuple) else wrapped[0]
+
+    return wrapper
+
+
+def _twice_rule(node, g):
+    raise RuntimeError(
+        "trying to differentiate twice a function that was marked with @once_differentiable. "
+        "Fix: write its backward with kit operations (no NumPy) and drop the decorator, or do "
+        "not ask for a higher-order gradient through it"
+    )

@@ -1,0 +1,169 @@
+"""Check analytical gradients against central finite differences.
+
+kit's version of torch.autograd.gradcheck: same tolerance rule, `|a - n| <= atol + rtol * |n|`
+per Jacobian block, but it upcasts inputs to float64 by itself (float32 differences are too noisy
+to check anything) and its failure report names the output, the input, the worst element and both
+values instead of printing whole matrices.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from kit import backend
+from kit._tensor import Tensor, float64
+from kit.autograd import grad
+from kit.grad_mode import enable_grad
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck when an analytical gradient disagrees with the numerical one."""
+
+
+def _prepare(inputs):
+    inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+    prepared, upcast = [], []
+    for i, x in enumerate(inputs):
+        if isinstance(x, Tensor) and x.dtype.kind == "f" and x.dtype != float64:
+            upcast.append(i)
+            t = Tensor(x.data.astype(float64), requires_grad=x.requires_grad)
+            prepared.append(t)
+        else:
+            prepared.append(x)
+    if upcast:
+        warnings.warn(
+            f"gradcheck: inputs {upcast} are float32/float16; checking them in float64 instead "
+            f"(finite differences in low precision are too noisy to check anything)",
+            UserWarning,
+            stacklevel=3,
+        )
+    return prepared
+
+
+def _outputs(func, inputs):
+    with enable_grad():
+        out = func(*inputs)
+    return out if isinstance(out, (tuple, list)) else (out,)
+
+
+def numerical_jacobian(func, inputs, eps=1e-6):
+    """J[o][i] of shape (out[o].size, in[i].size) by central differences, for inputs that require
+    grad."""
+    outs = _outputs(func, inputs)
+    jac = [[None] * len(inputs) for _ in outs]
+    for i, x in enumerate(inputs):
+        if not (isinstance(x, Tensor) and x.requires_grad):
+            continue
+        flat = x.data.reshape(-1)  # a view: changing it changes x
+        cols = [np.zeros((_size(o), flat.size)) for o in outs]
+        for k in range(flat.size):
+            orig = flat[k].item()
+            flat[k] = orig + eps
+            plus = [_host(o) for o in _outputs(func, inputs)]
+            flat[k] = orig - eps
+            minus = [_host(o) for o in _outputs(func, inputs)]
+            flat[k] = orig
+            for o, (p, m) in enumerate(zip(plus, minus)):
+                if p is not None:
+                    cols[o][:, k] = (p - m).reshape(-1) / (2 * eps)
+        for o in range(len(outs)):
+            jac[o][i] = cols[o]
+    return jac
+
+
+def analytical_jacobian(func, inputs):
+    """J[o][i] from the backward pass, one row per output element."""
+    outs = _outputs(func, inputs)
+    wrt = [x for x in inputs if isinstance(x, Tensor) and x.requires_grad]
+    jac = [[None] * len(inputs) for _ in outs]
+    for o, out in enumerate(outs):
+        if not isinstance(out, Tensor) or not out.requires_grad:
+            continue
+        rows = {i: np.zeros((out.data.size, x.data.size)) for i, x in enumerate(inputs)
+                if isinstance(x, Tensor) and x.requires_grad}
+        xp = backend.get_array_module(out.data)
+        for r in range(out.data.size):
+            seed = xp.zeros(out.data.size, dtype=out.dtype)
+            seed[r] = 1
+            gs = grad(out, wrt, Tensor(seed.reshape(out.shape)), retain_graph=True,
+                      allow_unused=True)
+            for (i, _), g in zip(rows.items(), gs):
+                if g is not None:
+                    rows[i][r] = _host(g).reshape(-1)
+        for i, m in rows.items():
+            jac[o][i] = m
+    return jac
+
+
+def _size(t):
+    return int(t.data.size) if isinstance(t, Tensor) else 0
+
+
+def _host(t):
+    if not isinstance(t, Tensor):
+        return None
+    d = t.data
+    return np.asarray(d.get() if backend.device_of(d) == "gpu" else d, dtype=np.float64)
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              check_undefined_grad=False, **_ignored):
+    """True if func's backward matches central differences for every (output, input) block.
+
+    >>> import kit
+    >>> x = kit.tensor([0.5, -1.0], dtype=kit.float64, requires_grad=True)
+    >>> kit.gradcheck(kit.tanh, (x,))
+    True
+    """
+    inputs = _prepare(inputs)
+    numeric = numerical_jacobian(func, inputs, eps)
+    analytic = analytical_jacobian(func, inputs)
+    for o, (n_row, a_row) in enumerate(zip(numeric, analytic)):
+        for i, (n, a) in enumerate(zip(n_row, a_row)):
+            if n is None:
+                continue
+            if a is None:
+                a = np.zeros_like(n)
+            err = np.abs(a - n) - (atol + rtol * np.abs(n))
+            if err.size and err.max() > 0:
+                if not raise_exception:
+                    return False
+                r, c = np.unravel_index(int(err.argmax()), err.shape)
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {o} with respect to input {i}: the worst "
+                    f"element is d out[{o}].flat[{r}] / d in[{i}].flat[{c}], numerical "
+                    f"{n[r, c]:.6g} vs analytical {a[r, c]:.6g} (difference "
+                    f"{abs(a[r, c] - n[r, c]):.3g}, allowed {atol + rtol * abs(n[r, c]):.3g}). "
+                    f"{int((err > 0).sum())} of {err.size} elements disagree.\n"
+                    f"numerical:\n{n}\nanalytical:\n{a}"
+                )
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  raise_exception=True, **_ignored):
+    """gradcheck of the first backward itself: checks second derivatives."""
+    inputs = _prepare(inputs)
+    outs = _outputs(func, inputs)
+    if grad_outputs is None:
+        gen = np.random.default_rng(0)
+        grad_outputs = [
+            Tensor(backend.get_array_module(o.data).asarray(
+                gen.standard_normal(o.shape)).astype(float64), requires_grad=True)
+            for o in outs if isinstance(o, Tensor) and o.requires_grad
+        ]
+    grad_outputs = list(grad_outputs)
+    wrt_index = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    n_in = len(inputs)
+
+    def first_grads(*args):
+        xs, gos = args[:n_in], args[n_in:]
+        outs = [o for o in _outputs(func, xs) if isinstance(o, Tensor) and o.requires_grad]
+        gs = grad(outs, [xs[i] for i in wrt_index], list(gos), create_graph=True,
+                  allow_unused=True)
+        return tuple(g for g in gs if g is not None)
+
+    return gradcheck(first_grads, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
+                     rtol=rtol, raise_exception=raise_exception)

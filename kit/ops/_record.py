@@ -1,0 +1,127 @@
+"""How a primitive becomes a graph node, and the helpers its gradient rules share.
+
+A primitive computes its output on arrays, then calls `record`, which attaches a Node only when grad
+mode is on and an input requires grad. A rule is `rule(node, g, *saved)` and returns one gradient per
+input. During a first-order backward `g` and the saved values are arrays; with create_graph they are
+Tensors. Rules are written with operators and the `dual_*` helpers below, which accept either, so one
+rule serves both.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from kit import backend
+from kit._tensor import Tensor, _to_array, float32
+from kit.engine import OUTPUT, Node
+from kit.grad_mode import STATE
+
+
+def record(op, rule, out, inputs, saved=(), params=None):
+    """Wrap the array `out` as a Tensor; attach a Node if a Tensor input requires grad."""
+    y = Tensor(out)
+    if not STATE.enabled:
+        return y
+    edges = []
+    need = False
+    for t in inputs:
+        if isinstance(t, Tensor) and t.requires_grad:
+            edges.append(t._edge or t._leaf_edge())
+            need = True
+        else:
+            edges.append(None)
+    if not need:
+        return y
+    versions = tuple(v._vc[0] if isinstance(v, Tensor) else -1 for v in saved)
+    node = Node(op, rule, tuple(edges), saved, versions, params, ((out.shape, out.dtype),))
+    for v in saved:
+        if v is OUTPUT:
+            node.out_data = out
+            node.out_vc = y._vc
+            break
+    y.requires_grad = True
+    y.grad_fn = node
+    y._edge = (node, 0)
+    node.out_ref = weakref.ref(y)
+    return y
+
+
+def constant(value, like, op):
+    """A non-Tensor operand: Python scalars stay (weakly typed, as in PyTorch), the rest become
+    constant Tensors."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple, np.ndarray)) or backend.device_of(value) == "gpu":
+        return Tensor(_to_array(value, None, backend.device_of(like)))
+    raise TypeError(
+        f"kit.{op}: unsupported operand of type {type(value).__name__}; use a Tensor, a NumPy "
+        f"array or a Python number"
+    )
+
+
+def pair(a, b, op):
+    """Operands of a binary op as (a, b, x, y): a, b Tensors or scalars; x, y their data."""
+    if isinstance(a, Tensor):
+        x = a.data
+        if isinstance(b, Tensor):
+            y = b.data
+            if type(x) is not type(y):
+                check_same_device(op, x, y)
+            return a, b, x, y
+        b = constant(b, x, op)
+        if isinstance(b, Tensor):
+            return a, b, x, b.data
+        if isinstance(b, float) and x.dtype.kind not in "fc":
+            x = x.astype(float32)  # NOTE: int tensor op Python float gives float32, as in PyTorch
+        return a, b, x, b
+    if isinstance(b, Tensor):
+        _, _, y, x = pair(b, a, op)
+        a = constant(a, y, op)
+        return a, b, (a.data if isinstance(a, Tensor) else a), y
+    raise TypeError(f"kit.{op}: expected at least one Tensor operand")
+
+
+def check_same_device(op, *arrays):
+    devices = {backend.device_of(a) for a in arrays if hasattr(a, "shape")}
+    if len(devices) > 1:
+        raise RuntimeError(
+            f"kit.{op}: expected all tensors to be on the same device, but found tensors on "
+            f"{' and '.join(sorted(devices))}. Fix: move one explicitly, e.g. x.to('gpu') or "
+            f"x.to('cpu')"
+        )
+
+
+def shape_error(op, *arrays, detail=""):
+    shapes = " and ".join(str(tuple(getattr(a, "shape", ()))) for a in arrays)
+    extra = f": {detail}" if detail else ""
+    return ValueError(f"kit.{op}: shapes {shapes} are not compatible{extra}")
+
+
+def data_of(v):
+    """The array behind a Tensor (or the value itself)."""
+    return v.data if isinstance(v, Tensor) else v
+
+
+def xp_of(v):
+    return backend.get_array_module(data_of(v))
+
+
+def dual(tensor_fn, xp_name):
+    """A function applying `tensor_fn` to a Tensor, or `xp.<xp_name>` to an array."""
+
+    def fn(v, *args):
+        if isinstance(v, Tensor):
+            return tensor_fn(v, *args)
+        return getattr(backend.get_array_module(v), xp_name)(v, *args)
+
+    fn.__name__ = xp_name
+    return fn
+
+
+def as_dtype_of(mask, like):
+    """A mask or weight array in the dtype of `like`'s data, so it never upcasts a gradient."""
+    return mask.astype(data_of(like).dtype, copy=False)

@@ -1,0 +1,76 @@
+"""Composites: built from primitives, so they own no gradient code."""
+
+from __future__ import annotations
+
+from kit import backend
+from kit._tensor import Tensor
+from kit.ops.elementwise import where
+from kit.ops.movement import getitem
+from kit.ops.reductions import logsumexp, mean
+from kit.ops.reductions import sum as sum_
+
+
+def relu(x):
+    """max(x, 0). NOTE: the gradient at exactly 0 is 0, as PyTorch's built-in relu."""
+    return where(x.data > 0, x, 0)
+
+
+def softmax(x, dim=-1):
+    """exp(x) normalised along `dim`, computed as exp(x - logsumexp(x)) so it never overflows."""
+    return (x - logsumexp(x, dim, keepdims=True)).exp()
+
+
+def log_softmax(x, dim=-1):
+    """log(softmax(x)) without the rounding of taking a log of a small probability."""
+    return x - logsumexp(x, dim, keepdims=True)
+
+
+def _reduce(loss, reduction, op):
+    if reduction == "mean":
+        return mean(loss)
+    if reduction == "sum":
+        return sum_(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"kit.{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def cross_entropy(logits, target, reduction="mean"):
+    """Cross-entropy of `logits` (N, C) against class indices (N,) or probabilities (N, C)."""
+    if logits.ndim != 2:
+        raise ValueError(
+            f"kit.cross_entropy: expected logits of shape (N, C), got {tuple(logits.shape)}"
+        )
+    logp = log_softmax(logits, dim=1)
+    t = target.data if isinstance(target, Tensor) else target
+    if t.dtype.kind in "iu":
+        n, c = logits.shape
+        if t.shape != (n,):
+            raise ValueError(
+                f"kit.cross_entropy: class-index target must have shape ({n},), got {t.shape}"
+            )
+        if t.size and (int(t.min()) < 0 or int(t.max()) >= c):
+            raise IndexError(
+                f"kit.cross_entropy: target holds class {int(t.max())} but logits have {c} "
+                f"classes (valid: 0..{c - 1})"
+            )
+        xp = backend.get_array_module(t)
+        return _reduce(-getitem(logp, (xp.arange(n), t)), reduction, "cross_entropy")
+    if tuple(t.shape) != tuple(logits.shape):
+        raise ValueError(
+            f"kit.cross_entropy: probability target must have the logits' shape "
+            f"{tuple(logits.shape)}, got {tuple(t.shape)}"
+        )
+    return _reduce(-sum_(logp * target, axis=1), reduction, "cross_entropy")
+
+
+def mse_loss(input, target, reduction="mean"):  # noqa: A002 - PyTorch's keyword
+    """Mean squared error."""
+    if tuple(input.shape) != tuple(getattr(target, "shape", input.shape)):
+        raise ValueError(
+            f"kit.mse_loss: input shape {tuple(input.shape)} and target shape "
+            f"{tuple(target.shape)} differ; broadcasting here is almost always a bug. Fix: "
+            f"reshape one of them"
+        )
+    diff = input - target
+    return _reduce(diff * diff, reduction, "mse_loss")

@@ -1,0 +1,236 @@
+"""Elementwise primitives: forward and gradient side by side.
+
+Each rule is `rule(node, g, *saved) -> one gradient per input` (see _record.py). Broadcasting is not
+undone here: the engine sums each gradient down to its input's shape.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kit import backend
+from kit._tensor import Tensor
+from kit.engine import OUTPUT
+from kit.ops._record import as_dtype_of, data_of, dual, pair, record, shape_error
+
+
+def _binary(op, compute, rule, saves):
+    def fn(a, b):
+        a, b, x, y = pair(a, b, op)
+        try:
+            out = compute(x, y)
+        except ValueError:
+            raise shape_error(op, x, y, detail="they cannot be broadcast together") from None
+        return record(op, rule, out, (a, b), (a, b) if saves else ())
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"Elementwise {op} with broadcasting; Python numbers are accepted on either side."
+    return fn
+
+
+def _unary(op, compute, rule, save):
+    def fn(x):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
+        d = x.data
+        out = compute(backend.get_array_module(d), d)
+        saved = (x,) if save == "x" else (OUTPUT,) if save == "y" else ()
+        return record(op, rule, out, (x,), saved)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"Elementwise {op}."
+    return fn
+
+
+# --- arithmetic -----------------------------------------------------------------------------
+add = _binary("add", lambda x, y: x + y, lambda node, g: (g, g), False)
+sub = _binary("sub", lambda x, y: x - y, lambda node, g: (g, -g), False)
+
+
+def _mul_rule(node, g, a, b):
+    need = node.next_functions
+    return (g * b if need[0] else None, g * a if need[1] else None)
+
+
+def _div_rule(node, g, a, b):
+    need = node.next_functions
+    return (g / b if need[0] else None, -g * a / (b * b) if need[1] else None)
+
+
+mul = _binary("mul", lambda x, y: x * y, _mul_rule, True)
+div = _binary("div", lambda x, y: x / y, _div_rule, True)
+
+
+def _pow_rule(node, g, a, b, y):
+    need = node.next_functions
+    ga = g * b * a ** (b - 1) if need[0] else None
+    gb = None
+    if need[1]:
+        # NOTE: d(a**b)/db = a**b * log(a); where a <= 0 PyTorch defines it as 0, not nan.
+        if not hasattr(a, "shape"):
+            gb = g * y * math.log(a) if a > 0 else g * 0
+        else:
+            positive = data_of(a) > 0
+            gb = where_(positive, g * y * log_(where_(positive, a, 1)), 0)
+    return ga, gb
+
+
+def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
+    """Elementwise a ** b (either may be a Python number)."""
+    a, b, x, y = pair(a, b, "pow")
+    try:
+        out = x**y
+    except ValueError:
+        raise shape_error("pow", x, y, detail="they cannot be broadcast together") from None
+    return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
+
+
+neg = _unary("neg", lambda xp, x: -x, lambda node, g: (-g,), "")
+exp = _unary("exp", lambda xp, x: xp.exp(x), lambda node, g, y: (g * y,), "y")
+log = _unary("log", lambda xp, x: xp.log(x), lambda node, g, x: (g / x,), "x")
+sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda node, g, y: (g / (2 * y),), "y")
+tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda node, g, y: (g * (1 - y * y),), "y")
+sigmoid = _unary(
+    "sigmoid",
+    lambda xp, x: 0.5 * (xp.tanh(0.5 * x) + 1),  # NOTE: stable for large |x|, no overflow warning
+    lambda node, g, y: (g * y * (1 - y),),
+    "y",
+)
+abs = _unary(  # noqa: A001
+    "abs",
+    lambda xp, x: xp.abs(x),
+    # NOTE: the subgradient at 0 is 0 (sign(0) = 0), as in PyTorch.
+    lambda node, g, x: (g * as_dtype_of(backend.get_array_module(data_of(x)).sign(data_of(x)), g),),
+    "x",
+)
+sin = _unary("sin", lambda xp, x: xp.sin(x), lambda node, g, x: (g * cos_(x),), "x")
+cos = _unary("cos", lambda xp, x: xp.cos(x), lambda node, g, x: (-g * sin_(x),), "x")
+
+log_ = dual(log, "log")
+exp_ = dual(exp, "exp")
+sin_ = dual(sin, "sin")
+cos_ = dual(cos, "cos")
+
+
+# --- selection ------------------------------------------------------------------------------
+def _extremum_rule(node, g, a, b):
+    # NOTE: at ties the gradient is split in half between the two inputs, as in PyTorch.
+    x, y = data_of(a), data_of(b)
+    first = node.params == "max"
+    win = (x > y) if first else (x < y)
+    weight_a = as_dtype_of(win + 0.5 * (x == y), g)
+    need = node.next_functions
+    return (g * weight_a if need[0] else None, g * (1 - weight_a) if need[1] else None)
+
+
+def _extremum(op):
+    def fn(a, b):
+        a, b, x, y = pair(a, b, op)
+        xp = backend.get_array_module(x, y)
+        try:
+            out = xp.maximum(x, y) if op == "maximum" else xp.minimum(x, y)
+        except ValueError:
+            raise shape_error(op, x, y, detail="they cannot be broadcast together") from None
+        return record(op, _extremum_rule, out, (a, b), (a, b), op[:3])
+
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise {op} of two tensors (gradient split at ties)."
+    return fn
+
+
+maximum = _extremum("maximum")
+minimum = _extremum("minimum")
+
+
+def _where_rule(node, g, cond):
+    need = node.next_functions
+    zero = 0
+    return (
+        None,
+        where_(cond, g, zero) if need[1] else None,
+        where_(cond, zero, g) if need[2] else None,
+    )
+
+
+def where(condition, a, b):
+    """Elements of `a` where `condition` is true, else of `b`; no gradient flows to condition."""
+    cond = data_of(condition)
+    if cond.dtype.kind != "b":
+        raise TypeError(f"kit.where: condition must be a bool tensor, got dtype {cond.dtype}")
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        a, b, x, y = pair(a, b, "where")
+    else:
+        x, y = a, b
+    xp = backend.get_array_module(cond, data_of(x), data_of(y))
+    try:
+        out = xp.where(cond, x, y)
+    except ValueError:
+        raise shape_error("where", cond, x, y, detail="they cannot be broadcast together") from None
+    return record("where", _where_rule, out, (None, a, b), (cond,))
+
+
+def where_(cond, a, b):
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        return where(cond, a, b)
+    return backend.get_array_module(cond).where(cond, a, b)
+
+
+def _clamp_rule(node, g, x):
+    lo, hi = node.params
+    d = data_of(x)
+    inside = backend.get_array_module(d).ones(d.shape, dtype=bool)
+    if lo is not None:
+        inside &= d >= lo
+    if hi is not None:
+        inside &= d <= hi
+    return (where_(inside, g, 0),)
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
+    """Limit values to [min, max]; the gradient is 1 inside (bounds included), 0 outside."""
+    if min is None and max is None:
+        raise ValueError("kit.clamp: at least one of min and max must be given")
+    lo, hi = data_of(min), data_of(max)
+    xp = backend.get_array_module(x.data)
+    out = x.data
+    if lo is not None:
+        out = xp.maximum(out, lo)
+    if hi is not None:
+        out = xp.minimum(out, hi)
+    if out is x.data:
+        out = out.copy()
+    return record("clamp", _clamp_rule, out, (x,), (x,), (lo, hi))
+
+
+# --- comparisons and logic: boolean results, never differentiable ---------------------------
+def _compare(op, compute):
+    def fn(a, b):
+        a, b, x, y = pair(a, b, op)
+        try:
+            return Tensor(compute(x, y))
+        except ValueError:
+            raise shape_error(op, x, y, detail="they cannot be broadcast together") from None
+
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise {op} comparison: a bool tensor with no gradient."
+    return fn
+
+
+eq = _compare("eq", lambda x, y: x == y)
+ne = _compare("ne", lambda x, y: x != y)
+lt = _compare("lt", lambda x, y: x < y)
+le = _compare("le", lambda x, y: x <= y)
+gt = _compare("gt", lambda x, y: x > y)
+ge = _compare("ge", lambda x, y: x >= y)
+logical_and = _compare("logical_and", lambda x, y: x & y)
+logical_or = _compare("logical_or", lambda x, y: x | y)
+logical_xor = _compare("logical_xor", lambda x, y: x ^ y)
+
+
+def logical_not(x):
+    return Tensor(~x.data if x.data.dtype.kind == "b" else x.data == 0)
+
+
+def sign(x):
+    """Sign of each element (no gradient: it is 0 almost everywhere)."""
+    return Tensor(backend.get_array_module(x.data).sign(x.data))

@@ -1,0 +1,86 @@
+"""Linear algebra: matmul (batched, broadcasting, 1-D cases as NumPy), with dot, mm, outer."""
+
+from __future__ import annotations
+
+from kit._tensor import Tensor
+from kit.ops._record import pair, record
+
+
+def _matmul_rule(node, g, a, b):
+    # NOTE: 1-D operands are promoted to matrices for the products and the added axis is
+    # dropped again; batch axes that were broadcast are summed away by the engine.
+    need = node.next_functions
+    a_1d, b_1d = node.params
+    if a_1d and b_1d:
+        return (g * b if need[0] else None, g * a if need[1] else None)
+    if a_1d:
+        g = g.reshape(g.shape[:-1] + (1, g.shape[-1]))
+        a = a.reshape((1, a.shape[0]))
+    if b_1d:
+        g = g.reshape(g.shape + (1,))
+        b = b.reshape((b.shape[0], 1))
+    ga = gb = None
+    if need[0]:
+        ga = g @ b.swapaxes(-1, -2)
+        if a_1d:
+            ga = ga.reshape(ga.shape[:-2] + (ga.shape[-1],))
+    if need[1]:
+        gb = a.swapaxes(-1, -2) @ g
+        if b_1d:
+            gb = gb.reshape(gb.shape[:-1])
+    return ga, gb
+
+
+def matmul(a, b):
+    """Matrix product with NumPy's rules: batched, broadcasting, 1-D operands allowed."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        a, b, _, _ = pair(a, b, "matmul")
+        if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+            raise TypeError("kit.matmul: both operands must be tensors or arrays, not scalars")
+    x, y = a.data, b.data
+    if x.ndim == 0 or y.ndim == 0:
+        raise ValueError("kit.matmul: both arguments need at least 1 dimension, got a 0-d tensor")
+    try:
+        out = x @ y
+    except ValueError:
+        k_a = x.shape[-1]
+        k_b = y.shape[0] if y.ndim == 1 else y.shape[-2]
+        raise ValueError(
+            f"kit.matmul: shapes {tuple(x.shape)} and {tuple(y.shape)} cannot be multiplied: the "
+            f"last dimension of the first ({k_a}) must equal the "
+            f"{'only' if y.ndim == 1 else 'second-to-last'} dimension of the second ({k_b})"
+        ) from None
+    if type(x) is not type(y):
+        from kit.ops._record import check_same_device
+
+        check_same_device("matmul", x, y)
+    return record("matmul", _matmul_rule, out, (a, b), (a, b), (x.ndim == 1, y.ndim == 1))
+
+
+def mm(a, b):
+    """Product of two matrices (2-D only, as torch.mm)."""
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"kit.mm: expected 2-D tensors, got shapes {a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
+def dot(a, b):
+    """Inner product of two 1-D tensors (as torch.dot)."""
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(
+            f"kit.dot: 1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors "
+            f"(shapes {tuple(a.shape)} and {tuple(b.shape)})"
+        )
+    if a.shape != b.shape:
+        raise ValueError(
+            f"kit.dot: inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+            f"[{b.shape[0]}] to have the same number of elements"
+        )
+    return matmul(a, b)
+
+
+def outer(a, b):
+    """Outer product of two 1-D tensors; a composite: no gradient code of its own."""
+    from kit.ops.movement import reshape
+
+    return reshape(a, (-1, 1)) * reshape(b, (1, -1))

@@ -1,0 +1,326 @@
+"""Movement: reshape, permute, squeeze/unsqueeze, expand, indexing, cat/stack, dtype and device.
+
+Indexing follows NumPy (basic, advanced and boolean); its gradient scatters back with an add, so
+repeated indices accumulate (`index_put_add`, whose own gradient is indexing again).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kit import backend
+from kit._tensor import Tensor
+from kit.ops._record import check_same_device, data_of, record, shape_error
+from kit.ops.reductions import normalize_axis
+
+
+def _tensor_arg(x, op):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
+    return x.data
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(int(n) for n in shape)
+
+
+# --- shape ----------------------------------------------------------------------------------
+def _reshape_rule(node, g):
+    return (g.reshape(node.params),)
+
+
+def reshape(x, *shape):
+    """The same elements in a new shape (-1 is inferred)."""
+    d = _tensor_arg(x, "reshape")
+    shape = _shape_arg(shape)
+    try:
+        out = d.reshape(shape)
+    except ValueError:
+        raise ValueError(
+            f"kit.reshape: shape {list(shape)} is invalid for input of size {d.size} "
+            f"(shape {list(d.shape)})"
+        ) from None
+    return record("reshape", _reshape_rule, out, (x,), (), d.shape)
+
+
+def _permute_rule(node, g):
+    inverse = tuple(np.argsort(node.params))
+    if isinstance(g, Tensor):
+        return (permute(g, inverse),)
+    return (g.transpose(inverse),)
+
+
+def permute(x, *axes):
+    """Reorder the axes: `permute(x, 2, 0, 1)`."""
+    d = _tensor_arg(x, "permute")
+    axes = _shape_arg(axes)
+    if sorted(a % max(d.ndim, 1) for a in axes) != list(range(d.ndim)):
+        raise ValueError(
+            f"kit.permute: {list(axes)} is not a permutation of the {d.ndim} axes of a tensor "
+            f"of shape {list(d.shape)}"
+        )
+    axes = tuple(a % d.ndim for a in axes)
+    return record("permute", _permute_rule, d.transpose(axes), (x,), (), axes)
+
+
+def transpose(x, dim0=-2, dim1=-1):
+    """Swap two axes (PyTorch's transpose; defaults to the last two)."""
+    d = _tensor_arg(x, "transpose")
+    if d.ndim < 2 and dim0 in (-2, -1) and dim1 in (-2, -1):
+        return x
+    a, b = normalize_axis((dim0,), d.ndim, "transpose")[0], normalize_axis(
+        (dim1,), d.ndim, "transpose"
+    )[0]
+    axes = list(range(d.ndim))
+    axes[a], axes[b] = axes[b], axes[a]
+    return permute(x, axes)
+
+
+def unsqueeze(x, dim):
+    d = _tensor_arg(x, "unsqueeze")
+    if not -(d.ndim + 1) <= dim <= d.ndim:
+        raise IndexError(
+            f"kit.unsqueeze: dimension {dim} is out of range for a tensor with {d.ndim} "
+            f"dimensions (expected to be in range [{-(d.ndim + 1)}, {d.ndim}])"
+        )
+    dim %= d.ndim + 1
+    return reshape(x, d.shape[:dim] + (1,) + d.shape[dim:])
+
+
+def squeeze(x, dim=None):
+    d = _tensor_arg(x, "squeeze")
+    if dim is None:
+        shape = tuple(n for n in d.shape if n != 1)
+    else:
+        axes = normalize_axis(dim, d.ndim, "squeeze")
+        shape = tuple(n for i, n in enumerate(d.shape) if not (i in axes and n == 1))
+    return reshape(x, shape)
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    d = _tensor_arg(x, "flatten")
+    if d.ndim == 0:
+        return reshape(x, (1,))
+    s, e = start_dim % d.ndim, end_dim % d.ndim
+    return reshape(x, d.shape[:s] + (math.prod(d.shape[s : e + 1]),) + d.shape[e + 1 :])
+
+
+def _expand_rule(node, g):
+    return (g,)  # NOTE: the engine sums the gradient back down to the input's shape
+
+
+def expand(x, *shape):
+    """Broadcast to a larger shape without copying (-1 keeps a size); as torch.expand."""
+    d = _tensor_arg(x, "expand")
+    shape = _shape_arg(shape)
+    lead = len(shape) - d.ndim
+    if lead < 0:
+        raise ValueError(
+            f"kit.expand: the number of sizes ({len(shape)}) must be at least the number of "
+            f"dimensions of the tensor ({d.ndim})"
+        )
+    shape = tuple(d.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
+    try:
+        out = backend.get_array_module(d).broadcast_to(d, shape)
+    except ValueError:
+        raise shape_error("expand", d, np.empty(shape), detail="a dimension of size other "
+                          "than 1 cannot be expanded") from None
+    return record("expand", _expand_rule, out, (x,))
+
+
+def broadcast_to(x, shape):
+    return expand(x, tuple(shape))
+
+
+# --- indexing -------------------------------------------------------------------------------
+def _index_arg(index):
+    """Replace Tensors inside an index by their arrays."""
+    if isinstance(index, tuple):
+        return tuple(_index_arg(i) for i in index)
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, list) and any(isinstance(i, Tensor) for i in index):
+        return [_index_arg(i) for i in index]
+    return index
+
+
+def _is_basic(index):
+    """Slices, ints, None and Ellipsis only: each element is selected at most once."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, (slice, int)) for i in items)
+
+
+def _getitem_rule(node, g):
+    shape, index = node.params
+    return (index_put_add(g, index, shape),)
+
+
+def getitem(x, index):
+    """x[index] with NumPy semantics; the gradient scatters back with an add."""
+    d = _tensor_arg(x, "getitem")
+    index = _index_arg(index)
+    try:
+        out = d[index]
+    except IndexError as exc:
+        raise IndexError(f"kit indexing a tensor of shape {list(d.shape)}: {exc}") from None
+    if not hasattr(out, "shape"):  # NumPy gives a scalar for a full integer index
+        out = backend.get_array_module(d).asarray(out)
+    return record("getitem", _getitem_rule, out, (x,), (), (d.shape, index))
+
+
+def _index_put_add_rule(node, g):
+    _, index = node.params
+    return (g[index],)
+
+
+def index_put_add(src, index, shape):
+    """zeros(shape) with `src` added at `index` (repeats accumulate): the adjoint of indexing."""
+    if not isinstance(src, Tensor):
+        xp = backend.get_array_module(src)
+        out = xp.zeros(shape, dtype=src.dtype)
+        _scatter_add(xp, out, index, src)
+        return out
+    d = src.data
+    xp = backend.get_array_module(d)
+    out = xp.zeros(shape, dtype=d.dtype)
+    _scatter_add(xp, out, index, d)
+    return record("index_put_add", _index_put_add_rule, out, (src,), (), (shape, index))
+
+
+def _scatter_add(xp, out, index, values):
+    if _is_basic(index) or (
+        hasattr(index, "dtype") and index.dtype.kind == "b"
+    ):
+        out[index] += values  # each position is hit at most once
+    elif hasattr(xp, "add") and hasattr(xp.add, "at"):
+        xp.add.at(out, index, values)
+    else:  # pragma: no cover - older CuPy
+        import cupyx
+
+        cupyx.scatter_add(out, index, values)
+
+
+def _index_put_rule(node, g):
+    index, value_shape = node.params
+    need = node.next_functions
+    if isinstance(g, Tensor):
+        keep = backend.get_array_module(g.data).ones(g.shape, dtype=bool)
+        keep[index] = False
+        from kit.ops.elementwise import where
+
+        gx = where(keep, g, 0) if need[0] else None
+    else:
+        gx = g.copy() if need[0] else None
+        if gx is not None:
+            gx[index] = 0
+    gv = g[index] if need[1] else None
+    return gx, gv
+
+
+def index_put(x, index, value):
+    """A copy of `x` with `x[index] = value` (the out-of-place form of setitem)."""
+    d = _tensor_arg(x, "setitem")
+    index = _index_arg(index)
+    out = d.copy()
+    v = data_of(value)
+    if hasattr(v, "shape"):
+        check_same_device("setitem", d, v)
+    try:
+        out[index] = v
+    except ValueError:
+        raise shape_error("setitem", out[index], v, detail="the value cannot be broadcast to "
+                          "the indexed region") from None
+    return record(
+        "index_put", _index_put_rule, out, (x, value), (), (index, getattr(v, "shape", ()))
+    )
+
+
+# --- joining --------------------------------------------------------------------------------
+def _cat_rule(node, g):
+    axis, sizes = node.params
+    grads, start = [], 0
+    lead = (slice(None),) * axis
+    for n in sizes:
+        grads.append(g[lead + (slice(start, start + n),)])
+        start += n
+    return tuple(grads)
+
+
+def _tensors_arg(tensors, op):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError(f"kit.{op}: expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"kit.{op}: item {i} is a {type(t).__name__}, expected a Tensor")
+    arrays = [t.data for t in tensors]
+    check_same_device(op, *arrays)
+    return tensors, arrays
+
+
+def cat(tensors, axis=0):
+    """Join tensors along an existing axis (torch.cat / np.concatenate)."""
+    tensors, arrays = _tensors_arg(tensors, "cat")
+    axis = normalize_axis(axis, arrays[0].ndim, "cat")[0]
+    try:
+        out = backend.get_array_module(arrays[0]).concatenate(arrays, axis=axis)
+    except ValueError:
+        raise shape_error("cat", *arrays, detail=f"all sizes except axis {axis} must match") from None
+    sizes = tuple(a.shape[axis] for a in arrays)
+    return record("cat", _cat_rule, out, tuple(tensors), (), (axis, sizes))
+
+
+concatenate = cat
+
+
+def _stack_rule(node, g):
+    axis, count = node.params
+    lead = (slice(None),) * axis
+    return tuple(g[lead + (i,)] for i in range(count))
+
+
+def stack(tensors, axis=0):
+    """Join tensors of the same shape along a new axis."""
+    tensors, arrays = _tensors_arg(tensors, "stack")
+    axis = axis % (arrays[0].ndim + 1)
+    try:
+        out = backend.get_array_module(arrays[0]).stack(arrays, axis=axis)
+    except ValueError:
+        raise shape_error("stack", *arrays, detail="all tensors must have the same shape") from None
+    return record("stack", _stack_rule, out, tuple(tensors), (), (axis, len(arrays)))
+
+
+# --- dtype and device -----------------------------------------------------------------------
+def _astype_rule(node, g):
+    return (g,)  # NOTE: the engine casts the gradient back to the input's dtype
+
+
+def astype(x, dtype):
+    from kit._tensor import SUPPORTED_DTYPES
+
+    dtype = np.dtype(dtype)
+    if dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"kit: unsupported dtype {dtype}")
+    if x.data.dtype == dtype:
+        return x
+    return record("astype", _astype_rule, x.data.astype(dtype), (x,))
+
+
+def _to_device_rule(node, g):
+    source = node.params
+    if isinstance(g, Tensor):
+        return (to_device(g, source),)
+    return (backend.to_device(g, source),)
+
+
+def to_device(x, device):
+    """Copy to "cpu" or "gpu"; recorded, so the gradient is copied back."""
+    device = backend.normalize_device(device)
+    source = backend.device_of(x.data)
+    if device == source:
+        return x
+    return record("to", _to_device_rule, backend.to_device(x.data, device), (x,), (), source)

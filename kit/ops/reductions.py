@@ -1,0 +1,159 @@
+"""Reductions: sum, mean, max/min (with indices), logsumexp, argmax/argmin."""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+from kit import backend
+from kit._tensor import Tensor
+from kit.engine import OUTPUT
+from kit.ops._record import as_dtype_of, data_of, record
+
+MaxMin = namedtuple("MaxMin", ["values", "indices"])  # what torch.max(x, dim) returns
+
+
+def normalize_axis(axis, ndim, op):
+    """A tuple of non-negative axes (None means all), with a clear error for bad ones."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = []
+    n = ndim or 1  # a 0-d tensor accepts dims 0 and -1, as in PyTorch
+    for a in axes:
+        if not -n <= a < n:
+            raise IndexError(
+                f"kit.{op}: dimension {a} is out of range for a tensor with {ndim} dimensions "
+                f"(expected to be in range [{-n}, {n - 1}])"
+            )
+        out.append(a % n)
+    return tuple(sorted(set(out))) if ndim else ()
+
+
+def kept_shape(shape, axes):
+    """The shape with the reduced axes kept as size 1."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def expand_back(g, shape, axes):
+    """Broadcast a reduced gradient back over the reduced axes (works on arrays and Tensors)."""
+    g = g.reshape(kept_shape(shape, axes))
+    if isinstance(g, Tensor):
+        from kit.ops.movement import expand
+
+        return expand(g, shape)
+    return backend.get_array_module(g).broadcast_to(g, shape)
+
+
+def _args(x, axis, keepdims, op):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
+    return normalize_axis(axis, x.data.ndim, op), bool(keepdims)
+
+
+def _sum_rule(node, g):
+    shape, axes = node.params
+    return (expand_back(g, shape, axes),)
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001 - PyTorch's name
+    """Sum over `axis` (all axes by default)."""
+    axes, keepdims = _args(x, axis, keepdims, "sum")
+    out = x.data.sum(axis=axes, keepdims=keepdims)
+    return record("sum", _sum_rule, out, (x,), (), (x.shape, axes))
+
+
+def _mean_rule(node, g):
+    shape, axes = node.params
+    count = math.prod(shape[a] for a in axes)
+    return (expand_back(g / count, shape, axes),)
+
+
+def mean(x, axis=None, keepdims=False):
+    """Mean over `axis` (all axes by default)."""
+    axes, keepdims = _args(x, axis, keepdims, "mean")
+    if x.data.dtype.kind not in "fc":
+        raise TypeError(
+            f"kit.mean: could not infer output dtype. Input dtype must be floating point, got "
+            f"{x.data.dtype}. Fix: x.float().mean()"
+        )
+    out = x.data.mean(axis=axes, keepdims=keepdims)
+    return record("mean", _mean_rule, out, (x,), (), (x.shape, axes))
+
+
+def _extreme_rule(node, g, x):
+    # NOTE: over all elements the gradient is shared evenly among ties (as PyTorch's max());
+    # along an axis it goes to the one index returned, as PyTorch's max(dim) does.
+    shape, axes, winners, op = node.params
+    if winners is None:
+        d = data_of(x)
+        hits = d == (d.max() if op == "max" else d.min())
+        winners = hits / hits.sum()
+    return (expand_back(g, shape, axes) * as_dtype_of(winners, g),)
+
+
+def _extreme(op):
+    def fn(x, axis=None, keepdims=False):
+        axes, keepdims = _args(x, axis, keepdims, op)
+        d = x.data
+        if d.size == 0:
+            raise RuntimeError(f"kit.{op}: cannot reduce an empty tensor (it has no {op})")
+        xp = backend.get_array_module(d)
+        if axis is None:
+            out = d.max() if op == "max" else d.min()
+            return record(op, _extreme_rule, xp.asarray(out), (x,), (x,), (d.shape, axes, None, op))
+        if len(axes) != 1:
+            raise ValueError(f"kit.{op}: with indices, reduce over one axis at a time")
+        a = axes[0]
+        idx = d.argmax(axis=a) if op == "max" else d.argmin(axis=a)
+        idx_k = xp.expand_dims(idx, a)
+        values = xp.take_along_axis(d, idx_k, axis=a)
+        shape_k = [1] * d.ndim
+        shape_k[a] = d.shape[a]
+        onehot = xp.arange(d.shape[a]).reshape(shape_k) == idx_k
+        if not keepdims:
+            values = values.squeeze(a)
+        out = record(op, _extreme_rule, values, (x,), (x,), (d.shape, axes, onehot, op))
+        return MaxMin(out, Tensor(idx_k if keepdims else idx))
+
+    fn.__name__ = op
+    fn.__doc__ = (
+        f"{op} over all elements, or `(values, indices)` along one axis (as torch.{op}(x, dim))."
+    )
+    return fn
+
+
+max = _extreme("max")  # noqa: A001
+min = _extreme("min")  # noqa: A001
+
+
+def _logsumexp_rule(node, g, x, y):
+    shape, axes = node.params
+    from kit.ops.elementwise import exp_
+
+    y = y.reshape(kept_shape(shape, axes))
+    return (expand_back(g, shape, axes) * exp_(x - y),)
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """log(sum(exp(x))) over `axis`, computed stably (the max is taken out first)."""
+    axes, keepdims = _args(x, axis, keepdims, "logsumexp")
+    d = x.data
+    xp = backend.get_array_module(d)
+    m = d.max(axis=axes, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)
+    out = xp.log(xp.exp(d - m).sum(axis=axes, keepdims=True)) + m
+    if not keepdims:
+        out = out.reshape([n for i, n in enumerate(d.shape) if i not in axes])
+    return record("logsumexp", _logsumexp_rule, out, (x,), (x, OUTPUT), (d.shape, axes))
+
+
+def argmax(x, axis=None, keepdims=False):
+    """Index of the largest element (flattened when axis is None); not differentiable."""
+    d = data_of(x)
+    return Tensor(d.argmax(axis=axis, keepdims=keepdims) if axis is not None else d.argmax())
+
+
+def argmin(x, axis=None, keepdims=False):
+    d = data_of(x)
+    return Tensor(d.argmin(axis=axis, keepdims=keepdims) if axis is not None else d.argmin())

@@ -1,0 +1,58 @@
+"""Sorting and index_add: composites over indexing, so they own no gradient code."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+from kit import backend
+from kit._tensor import Tensor
+from kit.ops._record import data_of
+from kit.ops.movement import getitem, index_put_add
+from kit.ops.reductions import normalize_axis
+
+SortResult = namedtuple("SortResult", ["values", "indices"])
+
+
+def argsort(x, axis=-1, descending=False):
+    """Indices that sort `x` along `axis` (stable); not differentiable."""
+    d = data_of(x)
+    xp = backend.get_array_module(d)
+    idx = xp.argsort(-d if descending else d, axis=axis, kind="stable")
+    return Tensor(idx)
+
+
+def _along(d, axis, idx):
+    """An index tuple selecting idx along `axis` (a gather, as take_along_axis)."""
+    xp = backend.get_array_module(d)
+    grids = list(xp.ix_(*[xp.arange(n) for n in idx.shape]))
+    grids[axis] = idx
+    return tuple(grids)
+
+
+def sort(x, axis=-1, descending=False):
+    """`(values, indices)` sorted along `axis`; the gradient of values goes back to where each
+    element came from."""
+    d = data_of(x)
+    axis = normalize_axis(axis, d.ndim, "sort")[0] if d.ndim else 0
+    idx = argsort(x, axis, descending).data
+    if d.ndim == 0:
+        return SortResult(getitem(x, ()), Tensor(idx))
+    return SortResult(getitem(x, _along(d, axis, idx)), Tensor(idx))
+
+
+def index_add(x, dim, index, source, alpha=1):
+    """x with `alpha * source` added at `index` along `dim` (repeats accumulate)."""
+    d = data_of(x)
+    dim = normalize_axis(dim, d.ndim, "index_add")[0]
+    idx = data_of(index)
+    if idx.ndim != 1:
+        raise ValueError(f"kit.index_add: index must be 1-D, got shape {tuple(idx.shape)}")
+    expected = d.shape[:dim] + (idx.shape[0],) + d.shape[dim + 1:]
+    if tuple(data_of(source).shape) != expected:
+        raise ValueError(
+            f"kit.index_add: source has shape {tuple(data_of(source).shape)} but must have shape "
+            f"{expected} (x's shape with dimension {dim} replaced by len(index))"
+        )
+    where = (slice(None),) * dim + (idx,)
+    scattered = index_put_add(source if alpha == 1 else source * alpha, where, d.shape)
+    return x + scattered
