@@ -47,6 +47,8 @@ class Tensor:
     __array_priority__ = 1000  # so that ndarray <op> Tensor defers to Tensor's reflected op
 
     def __init__(self, data, requires_grad=False):
+        if isinstance(data, np.generic):
+            data = np.asarray(data)  # NumPy turns 0-d results into scalars; keep an array
         self.data = data
         self.requires_grad = requires_grad
         self._grad = None

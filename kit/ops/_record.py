@@ -21,9 +21,8 @@ from kit.grad_mode import STATE
 
 def record(op, rule, out, inputs, saved=(), params=None):
     """Wrap the array `out` as a Tensor; attach a Node if a Tensor input requires grad."""
-    if isinstance(out, np.generic):
-        out = np.asarray(out)  # NumPy turns 0-d results into scalars; a Tensor holds an array
     y = Tensor(out)
+    out = y.data
     if not STATE.enabled:
         return y
     edges = []
