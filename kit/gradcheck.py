@@ -105,7 +105,8 @@ def _host(t):
     if not isinstance(t, Tensor):
         return None
     d = t.data
-    return np.asarray(d.get() if backend.device_of(d) == "gpu" else d, dtype=np.float64)
+    # NOTE: a copy: an output may be (a view of) an input that the next perturbation changes.
+    return np.array(d.get() if backend.device_of(d) == "gpu" else d, dtype=np.float64)
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
