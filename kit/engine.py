@@ -277,6 +277,28 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     return [g if g is None or isinstance(g, Tensor) else Tensor(g) for g in captured]
 
 
+def node_vjp(node, grads):
+    """One step of the reverse pass, for tools that show it step by step (kit.viz).
+
+    Given the gradient arriving at each output of `node` (arrays; None for none), returns what
+    it sends back along each entry of `next_functions` (an array, or None), broadcasting undone.
+    First order; the graph is kept, no hook runs and no `.grad` changes.
+    """
+    previous = STATE.enabled
+    STATE.enabled = False
+    try:
+        in_grads = node.apply(list(grads), False)
+    finally:
+        STATE.enabled = previous
+    passed = []
+    for index, edge in enumerate(node.next_functions):
+        g = in_grads[index] if index < len(in_grads) else None
+        if edge is None or g is None:
+            passed.append(None)
+        else:
+            passed.append(_fit(node, index, g, edge[0].output_meta[edge[1]], False))
+    return passed
+
 def _add(buffers, node, index, g):
     slot = buffers.get(node)
     if slot is None:
