@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+import numpy as np
+
 from kit import backend
 from kit._tensor import Tensor
 from kit.engine import OUTPUT
@@ -142,7 +144,8 @@ def logsumexp(x, axis=None, keepdims=False):
     xp = backend.get_array_module(d)
     m = d.max(axis=axes, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)
-    out = xp.log(xp.exp(d - m).sum(axis=axes, keepdims=True)) + m
+    with np.errstate(divide="ignore"):  # NOTE: all -inf gives -inf (log 0), as in PyTorch
+        out = xp.log(xp.exp(d - m).sum(axis=axes, keepdims=True)) + m
     if not keepdims:
         out = out.reshape([n for i, n in enumerate(d.shape) if i not in axes])
     return record("logsumexp", _logsumexp_rule, out, (x,), (x, OUTPUT), (d.shape, axes))
