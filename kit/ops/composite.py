@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kit import backend
 from kit._tensor import Tensor
+from kit.ops._vmap import VMAP
 from kit.ops.elementwise import where
 from kit.ops.movement import getitem
 from kit.ops.reductions import logsumexp, mean
@@ -12,7 +13,7 @@ from kit.ops.reductions import sum as sum_
 
 def relu(x):
     """max(x, 0). NOTE: the gradient at exactly 0 is 0, as PyTorch's built-in relu."""
-    return where(x.data > 0, x, 0)
+    return where(x > 0, x, 0)  # a Tensor comparison, so relu batches under vmap
 
 
 def softmax(x, dim=-1):
@@ -37,6 +38,8 @@ def _reduce(loss, reduction, op):
 
 def cross_entropy(logits, target, reduction="mean"):
     """Cross-entropy of `logits` (N, C) against class indices (N,) or probabilities (N, C)."""
+    if VMAP.depth:
+        return VMAP.dispatch("cross_entropy", cross_entropy, logits, target, reduction)
     if logits.ndim != 2:
         raise ValueError(
             f"kit.cross_entropy: expected logits of shape (N, C), got {tuple(logits.shape)}"

@@ -12,10 +12,13 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.engine import OUTPUT
 from kit.ops._record import as_dtype_of, data_of, dual, pair, record, shape_error
+from kit.ops._vmap import VMAP
 
 
 def _binary(op, compute, rule, saves):
     def fn(a, b):
+        if VMAP.depth:
+            return VMAP.dispatch(op, fn, a, b)
         a, b, x, y = pair(a, b, op)
         try:
             out = compute(x, y)
@@ -30,6 +33,8 @@ def _binary(op, compute, rule, saves):
 
 def _unary(op, compute, rule, save):
     def fn(x):
+        if VMAP.depth:
+            return VMAP.dispatch(op, fn, x)
         if not isinstance(x, Tensor):
             raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
         d = x.data
@@ -77,6 +82,8 @@ def _pow_rule(node, g, a, b, y):
 
 def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     """Elementwise a ** b (either may be a Python number)."""
+    if VMAP.depth:
+        return VMAP.dispatch("pow", pow, a, b)
     a, b, x, y = pair(a, b, "pow")
     try:
         out = x**y
@@ -125,6 +132,8 @@ def _extremum_rule(node, g, a, b):
 
 def _extremum(op):
     def fn(a, b):
+        if VMAP.depth:
+            return VMAP.dispatch(op, fn, a, b)
         a, b, x, y = pair(a, b, op)
         xp = backend.get_array_module(x, y)
         try:
@@ -154,6 +163,8 @@ def _where_rule(node, g, cond):
 
 def where(condition, a, b):
     """Elements of `a` where `condition` is true, else of `b`; no gradient flows to condition."""
+    if VMAP.depth:
+        return VMAP.dispatch("where", where, condition, a, b)
     cond = data_of(condition)
     if cond.dtype.kind != "b":
         raise TypeError(f"kit.where: condition must be a bool tensor, got dtype {cond.dtype}")
@@ -188,6 +199,8 @@ def _clamp_rule(node, g, x):
 
 def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
     """Limit values to [min, max]; the gradient is 1 inside (bounds included), 0 outside."""
+    if VMAP.depth:
+        return VMAP.dispatch("clamp", clamp, x, min, max)
     if min is None and max is None:
         raise ValueError("kit.clamp: at least one of min and max must be given")
     lo, hi = data_of(min), data_of(max)
@@ -205,6 +218,8 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
 # --- comparisons and logic: boolean results, never differentiable ---------------------------
 def _compare(op, compute):
     def fn(a, b):
+        if VMAP.depth:
+            return VMAP.dispatch(op, fn, a, b)
         a, b, x, y = pair(a, b, op)
         try:
             return Tensor(compute(x, y))
@@ -228,9 +243,13 @@ logical_xor = _compare("logical_xor", lambda x, y: x ^ y)
 
 
 def logical_not(x):
+    if VMAP.depth:
+        return VMAP.dispatch("logical_not", logical_not, x)
     return Tensor(~x.data if x.data.dtype.kind == "b" else x.data == 0)
 
 
 def sign(x):
     """Sign of each element (no gradient: it is 0 almost everywhere)."""
+    if VMAP.depth:
+        return VMAP.dispatch("sign", sign, x)
     return Tensor(backend.get_array_module(x.data).sign(x.data))

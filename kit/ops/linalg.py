@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kit._tensor import Tensor
 from kit.ops._record import pair, record
+from kit.ops._vmap import VMAP
 
 
 def _matmul_rule(node, g, a, b):
@@ -33,6 +34,8 @@ def _matmul_rule(node, g, a, b):
 
 def matmul(a, b):
     """Matrix product with NumPy's rules: batched, broadcasting, 1-D operands allowed."""
+    if VMAP.depth:
+        return VMAP.dispatch("matmul", matmul, a, b)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         a, b, _, _ = pair(a, b, "matmul")
         if not isinstance(a, Tensor) or not isinstance(b, Tensor):

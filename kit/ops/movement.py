@@ -13,6 +13,7 @@ import numpy as np
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import check_same_device, data_of, record, shape_error
+from kit.ops._vmap import VMAP
 from kit.ops.reductions import normalize_axis
 
 
@@ -35,6 +36,8 @@ def _reshape_rule(node, g):
 
 def reshape(x, *shape):
     """The same elements in a new shape (-1 is inferred)."""
+    if VMAP.depth:
+        return VMAP.dispatch("reshape", reshape, x, *shape)
     d = _tensor_arg(x, "reshape")
     shape = _shape_arg(shape)
     try:
@@ -56,6 +59,8 @@ def _permute_rule(node, g):
 
 def permute(x, *axes):
     """Reorder the axes: `permute(x, 2, 0, 1)`."""
+    if VMAP.depth:
+        return VMAP.dispatch("permute", permute, x, *axes)
     d = _tensor_arg(x, "permute")
     axes = _shape_arg(axes)
     if sorted(a % max(d.ndim, 1) for a in axes) != list(range(d.ndim)):
@@ -69,6 +74,8 @@ def permute(x, *axes):
 
 def transpose(x, dim0=-2, dim1=-1):
     """Swap two axes (PyTorch's transpose; defaults to the last two)."""
+    if VMAP.depth:
+        return VMAP.dispatch("transpose", transpose, x, dim0, dim1)
     d = _tensor_arg(x, "transpose")
     if d.ndim < 2 and dim0 in (-2, -1) and dim1 in (-2, -1):
         return x
@@ -81,6 +88,8 @@ def transpose(x, dim0=-2, dim1=-1):
 
 
 def unsqueeze(x, dim):
+    if VMAP.depth:
+        return VMAP.dispatch("unsqueeze", unsqueeze, x, dim)
     d = _tensor_arg(x, "unsqueeze")
     if not -(d.ndim + 1) <= dim <= d.ndim:
         raise IndexError(
@@ -92,6 +101,8 @@ def unsqueeze(x, dim):
 
 
 def squeeze(x, dim=None):
+    if VMAP.depth:
+        return VMAP.dispatch("squeeze", squeeze, x, dim)
     d = _tensor_arg(x, "squeeze")
     if dim is None:
         shape = tuple(n for n in d.shape if n != 1)
@@ -102,6 +113,8 @@ def squeeze(x, dim=None):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
+    if VMAP.depth:
+        return VMAP.dispatch("flatten", flatten, x, start_dim, end_dim)
     d = _tensor_arg(x, "flatten")
     if d.ndim == 0:
         return reshape(x, (1,))
@@ -115,6 +128,8 @@ def _expand_rule(node, g):
 
 def expand(x, *shape):
     """Broadcast to a larger shape without copying (-1 keeps a size); as torch.expand."""
+    if VMAP.depth:
+        return VMAP.dispatch("expand", expand, x, *shape)
     d = _tensor_arg(x, "expand")
     shape = _shape_arg(shape)
     lead = len(shape) - d.ndim
@@ -161,6 +176,8 @@ def _getitem_rule(node, g):
 
 def getitem(x, index):
     """x[index] with NumPy semantics; the gradient scatters back with an add."""
+    if VMAP.depth:
+        return VMAP.dispatch("getitem", getitem, x, index)
     d = _tensor_arg(x, "getitem")
     index = _index_arg(index)
     try:
@@ -179,6 +196,8 @@ def _index_put_add_rule(node, g):
 
 def index_put_add(src, index, shape):
     """zeros(shape) with `src` added at `index` (repeats accumulate): the adjoint of indexing."""
+    if VMAP.depth:
+        return VMAP.dispatch("index_put_add", index_put_add, src, index, shape)
     if not isinstance(src, Tensor):
         xp = backend.get_array_module(src)
         out = xp.zeros(shape, dtype=src.dtype)
@@ -223,6 +242,8 @@ def _index_put_rule(node, g):
 
 def index_put(x, index, value):
     """A copy of `x` with `x[index] = value` (the out-of-place form of setitem)."""
+    if VMAP.depth:
+        return VMAP.dispatch("index_put", index_put, x, index, value)
     d = _tensor_arg(x, "setitem")
     index = _index_arg(index)
     out = d.copy()
@@ -264,6 +285,8 @@ def _tensors_arg(tensors, op):
 
 def cat(tensors, axis=0):
     """Join tensors along an existing axis (torch.cat / np.concatenate)."""
+    if VMAP.depth:
+        return VMAP.dispatch("cat", cat, tensors, axis)
     tensors, arrays = _tensors_arg(tensors, "cat")
     axis = normalize_axis(axis, arrays[0].ndim, "cat")[0]
     try:
@@ -285,6 +308,8 @@ def _stack_rule(node, g):
 
 def stack(tensors, axis=0):
     """Join tensors of the same shape along a new axis."""
+    if VMAP.depth:
+        return VMAP.dispatch("stack", stack, tensors, axis)
     tensors, arrays = _tensors_arg(tensors, "stack")
     axis = axis % (arrays[0].ndim + 1)
     try:
@@ -300,6 +325,8 @@ def _astype_rule(node, g):
 
 
 def astype(x, dtype):
+    if VMAP.depth:
+        return VMAP.dispatch("astype", astype, x, dtype)
     from kit._tensor import SUPPORTED_DTYPES
 
     dtype = np.dtype(dtype)
@@ -319,6 +346,8 @@ def _to_device_rule(node, g):
 
 def to_device(x, device):
     """Copy to "cpu" or "gpu"; recorded, so the gradient is copied back."""
+    if VMAP.depth:
+        return VMAP.dispatch("to", to_device, x, device)
     device = backend.normalize_device(device)
     source = backend.device_of(x.data)
     if device == source:

@@ -11,6 +11,7 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.engine import OUTPUT
 from kit.ops._record import as_dtype_of, data_of, record
+from kit.ops._vmap import VMAP
 
 MaxMin = namedtuple("MaxMin", ["values", "indices"])  # what torch.max(x, dim) returns
 
@@ -60,6 +61,8 @@ def _sum_rule(node, g):
 
 def sum(x, axis=None, keepdims=False):  # noqa: A001 - PyTorch's name
     """Sum over `axis` (all axes by default)."""
+    if VMAP.depth:
+        return VMAP.dispatch("sum", sum, x, axis, keepdims)
     axes, keepdims = _args(x, axis, keepdims, "sum")
     out = x.data.sum(axis=axes, keepdims=keepdims)
     return record("sum", _sum_rule, out, (x,), (), (x.shape, axes))
@@ -73,6 +76,8 @@ def _mean_rule(node, g):
 
 def mean(x, axis=None, keepdims=False):
     """Mean over `axis` (all axes by default)."""
+    if VMAP.depth:
+        return VMAP.dispatch("mean", mean, x, axis, keepdims)
     axes, keepdims = _args(x, axis, keepdims, "mean")
     if x.data.dtype.kind not in "fc":
         raise TypeError(
@@ -96,6 +101,8 @@ def _extreme_rule(node, g, x):
 
 def _extreme(op):
     def fn(x, axis=None, keepdims=False):
+        if VMAP.depth:
+            return VMAP.dispatch(op, fn, x, axis, keepdims)
         axes, keepdims = _args(x, axis, keepdims, op)
         d = x.data
         if d.size == 0:
@@ -139,6 +146,8 @@ def _logsumexp_rule(node, g, x, y):
 
 def logsumexp(x, axis=None, keepdims=False):
     """log(sum(exp(x))) over `axis`, computed stably (the max is taken out first)."""
+    if VMAP.depth:
+        return VMAP.dispatch("logsumexp", logsumexp, x, axis, keepdims)
     axes, keepdims = _args(x, axis, keepdims, "logsumexp")
     d = x.data
     xp = backend.get_array_module(d)
@@ -153,10 +162,14 @@ def logsumexp(x, axis=None, keepdims=False):
 
 def argmax(x, axis=None, keepdims=False):
     """Index of the largest element (flattened when axis is None); not differentiable."""
+    if VMAP.depth:
+        return VMAP.dispatch("argmax", argmax, x, axis, keepdims)
     d = data_of(x)
     return Tensor(d.argmax(axis=axis, keepdims=keepdims) if axis is not None else d.argmax())
 
 
 def argmin(x, axis=None, keepdims=False):
+    if VMAP.depth:
+        return VMAP.dispatch("argmin", argmin, x, axis, keepdims)
     d = data_of(x)
     return Tensor(d.argmin(axis=axis, keepdims=keepdims) if axis is not None else d.argmin())

@@ -7,6 +7,7 @@ from collections import namedtuple
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import data_of
+from kit.ops._vmap import VMAP
 from kit.ops.movement import getitem, index_put_add
 from kit.ops.reductions import normalize_axis
 
@@ -15,6 +16,8 @@ SortResult = namedtuple("SortResult", ["values", "indices"])
 
 def argsort(x, axis=-1, descending=False):
     """Indices that sort `x` along `axis` (stable); not differentiable."""
+    if VMAP.depth:
+        return VMAP.dispatch("argsort", argsort, x, axis, descending)
     d = data_of(x)
     xp = backend.get_array_module(d)
     idx = xp.argsort(-d if descending else d, axis=axis, kind="stable")
@@ -32,6 +35,8 @@ def _along(d, axis, idx):
 def sort(x, axis=-1, descending=False):
     """`(values, indices)` sorted along `axis`; the gradient of values goes back to where each
     element came from."""
+    if VMAP.depth:
+        return VMAP.dispatch("sort", sort, x, axis, descending)
     d = data_of(x)
     axis = normalize_axis(axis, d.ndim, "sort")[0] if d.ndim else 0
     idx = argsort(x, axis, descending).data
@@ -42,6 +47,8 @@ def sort(x, axis=-1, descending=False):
 
 def index_add(x, dim, index, source, alpha=1):
     """x with `alpha * source` added at `index` along `dim` (repeats accumulate)."""
+    if VMAP.depth:
+        return VMAP.dispatch("index_add", index_add, x, dim, index, source, alpha)
     d = data_of(x)
     dim = normalize_axis(dim, d.ndim, "index_add")[0]
     idx = data_of(index)
