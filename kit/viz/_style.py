@@ -1,0 +1,96 @@
+"""Shared look: gradient-magnitude colours on a log scale, thresholds, and value formatting."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kit import backend
+
+# Gradient norms outside [VANISHING, EXPLODING] are flagged by the graph colours and the plots.
+VANISHING = 1e-5
+EXPLODING = 1e3
+
+NO_GRAD = "#e0e0e0"
+_VANISH_DEEP = (0.16, 0.27, 0.75)   # saturated blue: below the vanishing threshold
+_VANISH_EDGE = (0.55, 0.71, 0.96)   # light blue: at the vanishing threshold
+_HEALTHY = (0.62, 0.87, 0.55)       # green: a norm of 1
+_EXPLODE_EDGE = (0.98, 0.64, 0.42)  # orange: at the exploding threshold
+_EXPLODE_DEEP = (0.75, 0.08, 0.12)  # saturated red: above it
+
+
+def _hex(rgb):
+    return "#" + "".join(f"{round(255 * c):02x}" for c in rgb)
+
+
+def _mix(a, b, t):
+    return tuple(x + (y - x) * t for x, y in zip(a, b, strict=True))
+
+
+def grad_colour(norm, vanishing=VANISHING, exploding=EXPLODING):
+    """The colour of a gradient norm: blue below `vanishing`, green near 1, red above `exploding`.
+
+    >>> grad_colour(1.0), grad_colour(1e-9), grad_colour(None)
+    ('#9ede8c', '#2945bf', '#e0e0e0')
+    """
+    if norm is None or math.isnan(norm):
+        return NO_GRAD
+    if norm == 0:
+        return _hex(_VANISH_DEEP)
+    level = math.log10(norm) if math.isfinite(norm) else math.inf
+    lo, hi = math.log10(vanishing), math.log10(exploding)
+    if level <= lo:
+        return _hex(_mix(_VANISH_EDGE, _VANISH_DEEP, min(1.0, (lo - level) / 3)))
+    if level >= hi:
+        return _hex(_mix(_EXPLODE_EDGE, _EXPLODE_DEEP, min(1.0, (level - hi) / 3)))
+    if level < 0:
+        return _hex(_mix(_HEALTHY, _VANISH_EDGE, level / lo))
+    return _hex(_mix(_HEALTHY, _EXPLODE_EDGE, level / hi))
+
+
+def legend(vanishing=VANISHING, exploding=EXPLODING):
+    """(label, colour) rows explaining the colour scale, from vanishing to exploding."""
+    rows = [(f"vanishing < {vanishing:.0e}", grad_colour(vanishing / 1e3, vanishing, exploding))]
+    for value in (vanishing, math.sqrt(vanishing), 1.0, math.sqrt(exploding), exploding):
+        rows.append((f"{value:.0e}" if value != 1.0 else "1",
+                     grad_colour(value, vanishing, exploding)))
+    rows.append((f"exploding > {exploding:.0e}",
+                 grad_colour(exploding * 1e3, vanishing, exploding)))
+    rows.append(("no gradient", NO_GRAD))
+    return rows
+
+
+def host(array):
+    """A NumPy copy of an xp array (a no-op on the CPU)."""
+    return np.asarray(array if backend.device_of(array) == "cpu" else array.get())
+
+
+def norm(array):
+    """The L2 norm of an array as a Python float (None stays None)."""
+    if array is None:
+        return None
+    return float(np.linalg.norm(host(array).astype(np.float64).ravel()))
+
+
+def fmt_number(value):
+    """A short, stable spelling of a number: 4 significant digits."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    return f"{float(value):.4g}"
+
+
+def fmt_array(array):
+    """A small array as nested lists of short numbers: `[[1, 2], [3, 4]]`, `0.5`."""
+    values = host(array).tolist()
+
+    def spell(v):
+        if isinstance(v, list):
+            return "[" + ", ".join(spell(x) for x in v) + "]"
+        return fmt_number(v)
+
+    return spell(values)
+
+
+def fmt_shape(shape):
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"

@@ -1,0 +1,161 @@
+"""`draw_graph`: the graph data of kit.viz.graph laid out by Graphviz (through pygraphviz)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from kit.viz._style import EXPLODING, NO_GRAD, VANISHING, legend
+from kit.viz.graph import graph_data
+
+_TENSOR_FILL = {"leaf": "#dbeafe", "parameter": "#fde68a", "intermediate": "#d1fae5"}
+_KIND_STYLE = {
+    "tensor": {"shape": "box", "style": "rounded,filled"},
+    "op": {"shape": "ellipse", "style": "filled", "fillcolor": "#f3f4f6"},
+    # A user's custom op must stand out from the built-ins: another shape, a bold purple border.
+    "custom": {"shape": "hexagon", "style": "filled,bold", "fillcolor": "#ede9fe",
+               "color": "#7c3aed", "penwidth": "2"},
+    "chain": {"shape": "box3d", "style": "filled", "fillcolor": "#f3f4f6"},
+    "saved": {"shape": "note", "style": "filled", "fillcolor": "#fff7ed", "fontsize": "9"},
+    "more": {"shape": "plaintext", "style": ""},
+}
+
+
+def draw_graph(*outputs, show_grad=True, color_by_grad=False, show_saved=False,
+               collapse_chains=6, max_nodes=400, params=None, highlight=(),
+               vanishing=VANISHING, exploding=EXPLODING, rankdir="TB"):
+    """Draw the computation graph that produced `outputs`.
+
+    Op nodes show the op (a user's custom op is a purple hexagon naming its front end); tensor
+    nodes show shape, dtype, device, the value when small and whether they are a leaf, a
+    parameter (named in `params`, a dict name -> Tensor) or an intermediate output. With
+    `show_grad`, nodes show the gradient that reaches them from the outputs (seeded with ones)
+    while the graph is alive; after a backward that released it, the leaves' `.grad`.
+    `color_by_grad` colours nodes and edges by gradient norm on a log scale, blue below
+    `vanishing`, red above `exploding`, with a legend. `show_saved` adds what each op keeps for
+    backward (dashed). Runs of at least `collapse_chains` nodes of one op in a line become one
+    "op xN" node (False keeps them); past `max_nodes` nodes the rest is summarised in one node.
+    `highlight` marks nodes (Tensors or graph nodes) with a red border.
+
+    >>> import kit
+    >>> x = kit.tensor(2.0, requires_grad=True)
+    >>> d = draw_graph(x * x + x.sin())
+    >>> sorted(n["label"].split()[0] for n in d.nodes if n["kind"] == "op")
+    ['add', 'mul', 'sin']
+    """
+    nodes, edges = graph_data(
+        outputs, show_grad=show_grad, color_by_grad=color_by_grad, show_saved=show_saved,
+        collapse_chains=collapse_chains, max_nodes=max_nodes, params=params,
+        highlight=highlight, vanishing=vanishing, exploding=exploding,
+    )
+    rows = legend(vanishing, exploding) if color_by_grad else []
+    return GraphDrawing(nodes, edges, rows, rankdir)
+
+
+class GraphDrawing:
+    """A drawn graph: shows itself as SVG in Jupyter; `.nodes`, `.edges` hold it as data."""
+
+    def __init__(self, nodes, edges, legend_rows=(), rankdir="TB"):
+        self.nodes = nodes
+        self.edges = edges
+        self.legend = list(legend_rows)
+        self.rankdir = rankdir
+        self._svg = None
+
+    def __repr__(self):
+        return f"<GraphDrawing: {len(self.nodes)} nodes, {len(self.edges)} edges>"
+
+    def find(self, kind=None, **attributes):
+        """The nodes of `kind` whose attributes have the given values.
+
+        >>> import kit
+        >>> w = kit.tensor([1.0, 2.0], requires_grad=True)
+        >>> d = draw_graph((w * 3).sum(), params={"w": w})
+        >>> [n["attributes"]["grad"] for n in d.find("tensor", role="parameter")]
+        [[3.0, 3.0]]
+        """
+        return [
+            n for n in self.nodes
+            if (kind is None or n["kind"] == kind)
+            and all(n["attributes"].get(k) == v for k, v in attributes.items())
+        ]
+
+    def agraph(self):
+        """The graph as a pygraphviz AGraph (not laid out yet)."""
+        import pygraphviz
+
+        g = pygraphviz.AGraph(directed=True, strict=False, rankdir=self.rankdir)
+        g.graph_attr.update(fontname="Helvetica", nodesep="0.25", ranksep="0.35")
+        g.node_attr.update(fontname="Helvetica", fontsize="10", margin="0.08,0.04")
+        g.edge_attr.update(arrowsize="0.7")
+        for node in self.nodes:
+            g.add_node(node["id"], **_node_style(node))
+        for edge in self.edges:
+            g.add_edge(edge["source"], edge["target"], key=edge["id"], **_edge_style(edge))
+        if self.legend:
+            cells = "".join(
+                f'<TR><TD BGCOLOR="{colour}" WIDTH="14"> </TD>'
+                f'<TD ALIGN="LEFT">{html.escape(label)}</TD></TR>'
+                for label, colour in self.legend
+            )
+            table = (f'<<TABLE BORDER="0" CELLSPACING="1" CELLPADDING="2">'
+                     f'<TR><TD COLSPAN="2"><B>gradient norm</B></TD></TR>{cells}</TABLE>>')
+            g.add_subgraph(name="cluster_legend", style="dashed", color="#9ca3af")
+            g.get_subgraph("cluster_legend").add_node("legend", shape="plaintext", label=table,
+                                                      fontsize="9")
+        return g
+
+    @property
+    def svg(self) -> str:
+        """The drawing as SVG text (laid out by Graphviz's dot on first use)."""
+        if self._svg is None:
+            self._svg = self.agraph().draw(format="svg", prog="dot").decode("utf-8")
+        return self._svg
+
+    def _repr_svg_(self):
+        return self.svg
+
+    def save(self, path):
+        """Write the drawing to `path`, an .svg or a .png file; returns the path."""
+        path = Path(path)
+        kind = path.suffix.lower().lstrip(".")
+        if kind not in ("svg", "png"):
+            raise ValueError(
+                f"GraphDrawing.save: cannot write {path.name!r}; use a name ending in .svg or .png"
+            )
+        if kind == "svg":
+            path.write_text(self.svg, encoding="utf-8")
+        else:
+            path.write_bytes(self.agraph().draw(format="png", prog="dot"))
+        return path
+
+
+def _label(text):
+    # NOTE: Graphviz reads a label wrapped in <...> as HTML and expands backslash escapes.
+    text = text.replace("\\", "\\\\")
+    return " " + text if text.startswith("<") else text
+
+
+def _node_style(node):
+    kind, attributes = node["kind"], node["attributes"]
+    style = dict(_KIND_STYLE[kind])
+    if kind == "tensor":
+        style["fillcolor"] = _TENSOR_FILL[attributes["role"]]
+        if attributes.get("output"):
+            style["peripheries"] = "2"
+    if "colour" in attributes:
+        style["fillcolor"] = attributes["colour"]
+    if attributes.get("highlight"):
+        style.update(color="#dc2626", penwidth="3")
+    style["label"] = _label(node["label"])
+    return style
+
+
+def _edge_style(edge):
+    attributes = edge["attributes"]
+    if edge["kind"] == "saved":
+        return {"style": "dashed", "color": "#9ca3af", "arrowhead": "odot"}
+    if "colour" in attributes:
+        colour = attributes["colour"]
+        return {"color": "#9ca3af" if colour == NO_GRAD else colour, "penwidth": "2.5"}
+    return {}
