@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
@@ -94,3 +95,35 @@ def fmt_array(array):
 
 def fmt_shape(shape):
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def png(figure, dpi=None):
+    """A matplotlib Figure rendered to PNG bytes."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def new_figure(width=6.0, height=3.2):
+    """A matplotlib Figure outside pyplot, so nothing is shown twice or kept alive globally."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=80, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+class Plot:
+    """A matplotlib figure with the numbers it shows (`.data`), for lesson check cells."""
+
+    def __init__(self, figure, data, title):
+        self.figure = figure
+        self.data = data
+        self.title = title
+
+    def __repr__(self):
+        return f"<Plot: {self.title}>"
+
+    def _repr_png_(self):
+        return png(self.figure)

@@ -34,12 +34,13 @@ SMALL = 6  # a tensor with at most this many elements shows its values
 
 def graph_data(outputs, *, show_grad=True, color_by_grad=False, show_saved=False,
                collapse_chains=6, max_nodes=400, params=None, highlight=(),
-               vanishing=VANISHING, exploding=EXPLODING):
+               vanishing=VANISHING, exploding=EXPLODING, flow=None):
     """(nodes, edges) of the graph that produced `outputs`: lists of plain dicts.
 
     Each node is {"id", "kind", "label", "attributes"}; each edge is {"id", "kind", "source",
     "target", "label", "attributes"}, pointing the way data flows (input to consumer).
-    See `draw_graph` for the options.
+    See `draw_graph` for the options. `flow` ({graph node: [gradient per output]}) shows those
+    gradients instead of replaying the whole reverse pass (kit.viz.step_backward shows a part).
     """
     outputs = list(outputs)
     check_outputs(outputs, "draw_graph")
@@ -49,7 +50,7 @@ def graph_data(outputs, *, show_grad=True, color_by_grad=False, show_saved=False
     roots = [out.grad_fn for out in outputs if out.grad_fn is not None]
     order, consumers = graph_nodes(roots)
     if show_grad:
-        builder.flow = _flow(outputs, order)
+        builder.flow = _flow(outputs, order) if flow is None else flow
     chains = _chains(order, consumers, set(roots), collapse_chains) if collapse_chains else {}
     builder.add_outputs(outputs)
     builder.add_graph(order, chains, max_nodes)
@@ -59,9 +60,9 @@ def graph_data(outputs, *, show_grad=True, color_by_grad=False, show_saved=False
 
 
 def _flow(outputs, order):
-    """The gradient arriving at each node's outputs, or {} when the graph was released."""
+    """The gradient arriving at each node's outputs, or None when the graph was released."""
     if any(node.released() for node in order):
-        return {}  # NOTE: only `.grad` of the leaves is left to show after a plain backward
+        return None  # NOTE: only `.grad` of the leaves is left to show after a plain backward
     return {step.node: step.received for step in trace_backward(outputs)}
 
 
@@ -109,7 +110,7 @@ class _Builder:
         self.color_by_grad = color_by_grad
         self.vanishing, self.exploding = vanishing, exploding
         self.highlight = {getattr(h, "grad_fn", None) or h for h in highlight}
-        self.flow = {}
+        self.flow = {}  # None when the graph was released: fall back on the leaves' .grad
         self.nodes, self.edges = [], []
         self.ids = {}  # engine node (or chain head) -> drawn node id
 
@@ -133,7 +134,7 @@ class _Builder:
         return node_id
 
     def _received(self, node, index=None):
-        grads = self.flow.get(node)
+        grads = self.flow.get(node) if self.flow else None
         if not grads:
             return None
         if index is not None:
@@ -173,7 +174,10 @@ class _Builder:
         if known is not None:
             return known
         role = "parameter" if id(t) in self.names else "leaf"
-        grad = t.grad.data if t.grad is not None else self._received(node, 0)
+        if self.flow is None:
+            grad = t.grad.data if t.grad is not None else None
+        else:
+            grad = self._received(node, 0)
         node_id = self.ids[("leaf", id(t))] = self._tensor(t, role, grad=grad)
         return node_id
 
@@ -238,7 +242,7 @@ class _Builder:
                         linked_more.add(target)
                         self._edge("data", more_id, target, {})
                     continue
-                grads = self.flow.get(below)
+                grads = self.flow.get(below) if self.flow else None
                 attributes = {"input": index, "output_nr": nr}
                 self._edge("data", source, target, attributes, grads[nr] if grads else None)
         for out, node_id in self.output_ids:
