@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 import traceback
 
+import numpy as np
+
 from kit import backend
 from kit.grad_mode import STATE
 
@@ -229,6 +231,8 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     anomaly = STATE.anomaly
     previous = STATE.enabled
     STATE.enabled = differentiable
+    # NOTE: as in PyTorch, inf/nan in gradients propagate silently; detect_anomaly finds them.
+    errors = np.seterr(all="ignore")
     try:
         while ready:
             node = ready.pop()
@@ -272,6 +276,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                     ready.append(nxt)
     finally:
         STATE.enabled = previous
+        np.seterr(**errors)
     if captured is None:
         return None
     return [g if g is None or isinstance(g, Tensor) else Tensor(g) for g in captured]

@@ -35,7 +35,8 @@ def record(op, rule, out, inputs, saved=(), params=None):
             edges.append(None)
     if not need:
         return y
-    versions = tuple(v._vc[0] if isinstance(v, Tensor) else -1 for v in saved)
+    # A saved output starts at version 0 too: an in-place change of it must fail at backward.
+    versions = tuple(v._vc[0] if isinstance(v, Tensor) else 0 if v is OUTPUT else -1 for v in saved)
     node = Node(op, rule, tuple(edges), saved, versions, params, ((out.shape, out.dtype),))
     for v in saved:
         if v is OUTPUT:
