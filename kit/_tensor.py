@@ -9,6 +9,7 @@ import numpy as np
 
 from kit import backend, engine
 from kit.engine import AccumulateGrad
+from kit.grad_mode import STATE
 
 float16 = np.dtype("float16")
 float32 = np.dtype("float32")
@@ -145,8 +146,12 @@ class Tensor:
         return self.data.item()
 
     def numpy(self):
-        """The data as a NumPy array (shares memory on the CPU, as in PyTorch)."""
-        if self.requires_grad:
+        """The data as a NumPy array (shares memory on the CPU, as in PyTorch).
+
+        As in PyTorch it refuses a tensor that requires grad while grad mode is on (the array
+        would leave the graph silently); under no_grad, e.g. inside a Function's forward, it works.
+        """
+        if self.requires_grad and STATE.enabled:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
@@ -283,7 +288,7 @@ class Tensor:
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for arg in args:
-            if isinstance(arg, (np.dtype, type)) or _is_dtype_name(arg):
+            if _is_dtype(arg):
                 dtype = arg
             else:
                 device = arg
@@ -324,6 +329,13 @@ class Tensor:
 
 def _is_dtype_name(value):
     return isinstance(value, str) and value in {str(d) for d in SUPPORTED_DTYPES}
+
+
+def _is_dtype(value):
+    """A dtype, a dtype's name, or an object carrying one (kit.torch.float64 has `.dtype`)."""
+    if isinstance(value, (np.dtype, type)) or _is_dtype_name(value):
+        return True
+    return not isinstance(value, Tensor) and isinstance(getattr(value, "dtype", None), np.dtype)
 
 
 def _node_hooks(node, nr):

@@ -7,8 +7,11 @@ engine, `kit.grad`, hooks and kit.viz treat it like any other. Both of PyTorch's
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import linecache
+import sys
 import warnings
 
 from kit import backend
@@ -48,9 +51,16 @@ class FunctionCtx:
         """Keep tensors (inputs, outputs or intermediates; None allowed) for backward."""
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
+                fix = "store non-tensors as ctx attributes (ctx.k = 3)"
+                if isinstance(t, tuple) and any(isinstance(v, Tensor) for v in t):
+                    fix = (
+                        "unpack the tuple: setup_context(ctx, inputs, output) gets all forward "
+                        "inputs as one tuple, so write `x, y = inputs` and then "
+                        "ctx.save_for_backward(x, y) (or ctx.save_for_backward(*inputs))"
+                    )
                 raise TypeError(
                     f"save_for_backward can only save tensors, but argument {i} is of type "
-                    f"{type(t).__name__}. Fix: store non-tensors as ctx attributes (ctx.k = 3)"
+                    f"{type(t).__name__}. Fix: {fix}"
                 )
         object.__setattr__(self, "_saved", tuple(tensors))
         object.__setattr__(
@@ -99,7 +109,9 @@ class _SavedOutput:
 class FunctionNode(Node):
     """The graph node of one call to a Function."""
 
-    __slots__ = ("ctx", "function", "n_inputs", "input_names", "outputs_data", "out_vcs")
+    __slots__ = (
+        "ctx", "function", "n_inputs", "n_given", "input_names", "outputs_data", "out_vcs",
+    )
     kind = "custom"
 
     def __init__(self, function, ctx, edges, inputs, outputs):
@@ -108,6 +120,7 @@ class FunctionNode(Node):
         self.ctx = ctx
         self.function = function
         self.n_inputs = len(inputs)
+        self.n_given = len(inputs)  # gradients backward must return at least (see _bind)
         self.input_names = _input_names(function, inputs)
         self.outputs_data = [o.data if isinstance(o, Tensor) else None for o in outputs]
         self.out_vcs = [o._vc if isinstance(o, Tensor) else None for o in outputs]
@@ -152,12 +165,13 @@ class FunctionNode(Node):
     def _check(self, result, differentiable):
         result = result if isinstance(result, tuple) else (result,)
         name, n = self.name(), self.n_inputs
-        if len(result) < n:
+        if len(result) < self.n_given:
             raise RuntimeError(
-                f"function {name} returned an incorrect number of gradients (expected {n}, got "
-                f"{len(result)}). backward must return one gradient per forward input, in order: "
-                f"{self._inputs_text()}."
+                f"function {name} returned an incorrect number of gradients (expected "
+                f"{self.n_given}, got {len(result)}). backward must return one gradient per "
+                f"forward input, in order: {self._inputs_text()}."
             )
+        result = result + (None,) * (n - len(result))  # defaults the caller did not pass
         for i, g in enumerate(result[n:], start=n):
             if g is not None:
                 raise RuntimeError(
@@ -217,6 +231,32 @@ def _input_names(function, inputs):
     return names
 
 
+def _corrected_line(frame, instance):
+    """The caller's source line with its call on `instance` rewritten to `Cls.apply`, or None
+    when the line cannot be read or parsed (a multi-line call, code typed into a REPL)."""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return None
+    cls = type(instance).__name__
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func
+        named = isinstance(callee, ast.Name) and (
+            frame.f_locals.get(callee.id, frame.f_globals.get(callee.id)) is instance
+        )
+        constructed = (  # MyFn()(x): the callee is itself a call of the class
+            isinstance(callee, ast.Call) and isinstance(callee.func, ast.Name)
+            and callee.func.id == cls
+        )
+        if named or constructed:
+            node.func = ast.Attribute(ast.Name(cls, ast.Load()), "apply", ast.Load())
+            return ast.unparse(tree)
+    return None
+
+
 def _separate_form(cls):
     return cls.setup_context is not Function.setup_context
 
@@ -263,10 +303,12 @@ class Function:
 
     def __call__(self, *args, **kwargs):
         cls = type(self).__name__
+        line = _corrected_line(sys._getframe(1), self) or f"{cls}.apply(...)"
         raise RuntimeError(
             f"Legacy autograd function with non-static forward method is deprecated. Please use "
-            f"new-style autograd function with static forward method. You called an instance: "
-            f"{cls}()(...). Fix: call the class's apply, {cls}.apply(...)"
+            f"new-style autograd function with static forward method. You called an instance of "
+            f"{cls}; a Function is never instantiated, call its class's apply instead:\n"
+            f"    {line}"
         )
 
     @staticmethod
@@ -295,7 +337,7 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         separate = _separate_form(cls)
-        inputs = _bind(cls, separate, args, kwargs)
+        inputs, given = _bind(cls, separate, args, kwargs)
         ctx = FunctionCtx()
         recording = STATE.enabled and any(
             isinstance(a, Tensor) and a.requires_grad for a in inputs
@@ -307,15 +349,20 @@ class Function:
             output = cls.forward(*inputs) if separate else cls.forward(ctx, *inputs)
         if separate:
             cls.setup_context(ctx, inputs, output)
-        return _wrap_outputs(cls, ctx, inputs, output, recording)
+        return _wrap_outputs(cls, ctx, inputs, output, recording, given)
 
 
 def _bind(cls, separate, args, kwargs):
-    """Forward's arguments as one positional tuple, defaults filled in (setup_context's inputs)."""
+    """Forward's arguments as one positional tuple, defaults filled in (setup_context's inputs),
+    and how many of them backward must return gradients for.
+
+    As in PyTorch, the separate form counts every argument, defaults included; the combined form
+    counts only those the caller passed (a default left out needs no gradient slot).
+    """
     try:
         sig = inspect.signature(cls.forward)
     except (TypeError, ValueError):
-        return args
+        return args, len(args)
     params = list(sig.parameters.values())
     if not separate and params:
         params = params[1:]  # ctx
@@ -323,9 +370,12 @@ def _bind(cls, separate, args, kwargs):
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as exc:
-        raise TypeError(f"{cls.__name__}.apply: {exc} (forward{sig})") from None
+        hint = _ctx_hint(cls, separate)
+        raise TypeError(f"{cls.__name__}.apply: {exc} (forward{sig}){hint}") from None
+    passed = set(bound.arguments)
     bound.apply_defaults()
     values = []
+    given = 0
     for p in params:
         v = bound.arguments.get(p.name)
         if p.kind is p.VAR_POSITIONAL:
@@ -335,10 +385,28 @@ def _bind(cls, separate, args, kwargs):
                 raise TypeError(f"{cls.__name__}.apply: **kwargs in forward are not supported")
         else:
             values.append(v)
-    return tuple(values)
+        if p.name in passed:
+            given = len(values)
+    return tuple(values), len(values) if separate else given
 
 
-def _wrap_outputs(cls, ctx, inputs, output, recording):
+def _ctx_hint(cls, separate):
+    """Why binding failed when a separate-form forward still takes ctx (seed 001's mistake)."""
+    try:
+        first = next(iter(inspect.signature(cls.forward).parameters), None)
+    except (TypeError, ValueError):
+        first = None
+    if not separate or first not in ("ctx", "self"):
+        return ""
+    return (
+        f". {cls.__name__} defines setup_context, so forward must not take ctx: its first "
+        f"parameter {first!r} received your first input. Fix: drop {first!r} from forward "
+        f"(do ctx work in setup_context(ctx, inputs, output)), or drop setup_context and keep "
+        f"forward(ctx, ...)"
+    )
+
+
+def _wrap_outputs(cls, ctx, inputs, output, recording, given):
     single = not isinstance(output, tuple)
     outputs = (output,) if single else output
     dirty = ctx._dirty
@@ -373,6 +441,7 @@ def _wrap_outputs(cls, ctx, inputs, output, recording):
             for a in inputs
         )
         node = FunctionNode(cls, ctx, edges, inputs, final)
+        node.n_given = given
         object.__setattr__(ctx, "_node", node)
         for i, o in enumerate(final):
             if isinstance(o, Tensor) and not any(o is t for t in non_diff):
@@ -405,11 +474,19 @@ def once_differentiable(backward):
     def wrapper(ctx, *grads):
         with no_grad():
             result = backward(ctx, *grads)
-        if not STATE.enabled or not any(isinstance(g, Tensor) and g.requires_grad for g in grads):
+        if not STATE.enabled:
+            return result
+        # NOTE: PyTorch checks only the incoming gradients, so a double backward that depends on
+        # the saved tensors alone silently loses that term (the result has no grad_fn). kit
+        # also looks at the saved tensors and raises instead.
+        saved = ctx.saved_tensors if isinstance(ctx, FunctionCtx) and ctx._saved else ()
+        sources = tuple(
+            t for t in (*grads, *saved) if isinstance(t, Tensor) and t.requires_grad
+        )
+        if not sources:
             return result
         from kit.ops._record import record
 
-        sources = tuple(g for g in grads if isinstance(g, Tensor) and g.requires_grad)
         results = result if isinstance(result, tuple) else (result,)
         wrapped = tuple(
             record("once_differentiable", _twice_rule, r.data, sources) if isinstance(r, Tensor)

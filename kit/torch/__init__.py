@@ -1,0 +1,139 @@
+"""`import kit.torch as torch`: a faithful subset of PyTorch on kit's engine.
+
+Lesson code written against this namespace runs unchanged on real PyTorch (and the other way
+round for the subset covered): the same names, argument spellings (`dim=`, `keepdim=`), dtype
+defaults (Python floats give float32), grad modes and autograd.Function. Everything here is kit:
+`torch.Tensor` is `kit.Tensor`, `torch.autograd.Function` is `kit.Function`, and `torch.func` is
+`kit.func`. Dtypes are kit's NumPy dtypes that print as PyTorch's.
+
+>>> import kit.torch as torch
+>>> x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> y = (x * x).sum()
+>>> y.backward()
+>>> x.grad, x.dtype == torch.float32
+(tensor([2., 4., 6.]), True)
+"""
+
+import importlib
+
+from kit import Tensor
+from kit._tensor import (
+    arange,
+    empty,
+    eye,
+    from_numpy,
+    full,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from kit.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from kit.ops.composite import log_softmax, relu, softmax
+from kit.ops.elementwise import (
+    abs,
+    add,
+    clamp,
+    cos,
+    div,
+    eq,
+    exp,
+    ge,
+    gt,
+    le,
+    log,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    sub,
+    tanh,
+    where,
+)
+from kit.ops.linalg import dot, matmul, mm, outer
+from kit.ops.movement import (
+    flatten,
+    permute,
+    reshape,
+    squeeze,
+    transpose,
+    unsqueeze,
+)
+from kit.ops.sorting import index_add
+from kit.torch import autograd, cuda, nn
+from kit.torch._dtypes import (
+    bool,
+    device,
+    double,
+    dtype,
+    float,
+    float16,
+    float32,
+    float64,
+    half,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    short,
+    uint8,
+)
+from kit.torch._functions import (
+    allclose,
+    argmax,
+    argmin,
+    argsort,
+    cat,
+    concat,
+    equal,
+    is_tensor,
+    isclose,
+    logsumexp,
+    max,
+    mean,
+    min,
+    numel,
+    sort,
+    stack,
+    sum,
+)
+
+clip = clamp
+
+
+def __getattr__(name):
+    # torch.func is kit.func, built separately; import it on first use so that the rest of
+    # kit.torch never depends on it.
+    if name == "func":
+        return importlib.import_module("kit.torch.func")
+    raise AttributeError(f"module 'kit.torch' has no attribute {name!r}")
+
+
+__all__ = [
+    "Tensor", "abs", "add", "allclose", "arange", "argmax", "argmin", "argsort", "autograd",
+    "bool", "cat", "clamp", "clip", "concat", "cos", "cuda", "device", "div", "dot", "double",
+    "dtype", "empty", "enable_grad", "eq", "equal", "exp", "eye", "flatten", "float", "float16",
+    "float32", "float64", "from_numpy", "full", "ge", "gt", "half", "index_add", "int", "int8",
+    "int16", "int32", "int64", "is_grad_enabled", "is_tensor", "isclose", "le", "linspace",
+    "log", "log_softmax", "logsumexp", "long", "lt", "manual_seed", "matmul", "max", "maximum",
+    "mean", "min", "minimum", "mm", "mul", "ne", "neg", "nn", "no_grad", "numel", "ones",
+    "ones_like", "outer", "permute", "pow", "rand", "randint", "randn", "relu", "reshape",
+    "set_grad_enabled", "short", "sigmoid", "sign", "sin", "softmax", "sort", "sqrt", "squeeze",
+    "stack", "sub", "sum", "tanh", "tensor", "transpose", "uint8", "unsqueeze", "where", "zeros",
+    "zeros_like",
+]

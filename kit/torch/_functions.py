@@ -1,0 +1,135 @@
+"""Functions of the `torch` namespace whose PyTorch spelling differs from kit's.
+
+kit's own functions take NumPy's `axis=`/`keepdims=`; PyTorch code writes `dim=`/`keepdim=`.
+These wrappers only translate the spelling and call the kit op (or the Tensor method, which
+accepts both), so they own no computation and no gradient code.
+"""
+
+from __future__ import annotations
+
+import kit
+from kit import Tensor
+
+
+def sum(input, dim=None, keepdim=False):  # noqa: A001, A002 - PyTorch's names
+    """`torch.sum(x)` or `torch.sum(x, dim, keepdim=False)`.
+
+    >>> import kit.torch as torch
+    >>> torch.sum(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), dim=0)
+    tensor([4., 6.])
+    """
+    return kit.sum(input, dim, keepdim)
+
+
+def mean(input, dim=None, keepdim=False):  # noqa: A002
+    """`torch.mean(x)` or `torch.mean(x, dim, keepdim=False)`; floating point input only."""
+    return kit.mean(input, dim, keepdim)
+
+
+def logsumexp(input, dim, keepdim=False):  # noqa: A002
+    """log(sum(exp(x))) along `dim`, computed stably."""
+    return kit.logsumexp(input, dim, keepdim)
+
+
+def _extremum(name, reduce, elementwise):
+    def fn(input, dim=None, keepdim=False):  # noqa: A002
+        if isinstance(dim, Tensor):  # torch.max(a, b): the elementwise form
+            return elementwise(input, dim)
+        return reduce(input, dim, keepdim)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (
+        f"`torch.{name}(x)` (a 0-d tensor), `torch.{name}(x, dim)` (a (values, indices) pair) or "
+        f"`torch.{name}(a, b)` (elementwise, as torch.{elementwise.__name__})."
+    )
+    return fn
+
+
+max = _extremum("max", kit.max, kit.maximum)  # noqa: A001
+min = _extremum("min", kit.min, kit.minimum)  # noqa: A001
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    """Index of the largest element (of the flattened tensor when `dim` is None)."""
+    return kit.argmax(input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    """Index of the smallest element (of the flattened tensor when `dim` is None)."""
+    return kit.argmin(input, dim, keepdim)
+
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing dimension.
+
+    >>> import kit.torch as torch
+    >>> torch.cat([torch.ones(2), torch.zeros(1)], dim=0)
+    tensor([1., 1., 0.])
+    """
+    return kit.cat(tensors, dim)
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    """Join tensors of one shape along a new dimension."""
+    return kit.stack(tensors, dim)
+
+
+def sort(input, dim=-1, descending=False):  # noqa: A002
+    """`(values, indices)` sorted along `dim`; values carry the gradient back."""
+    return kit.sort(input, dim, descending)
+
+
+def argsort(input, dim=-1, descending=False):  # noqa: A002
+    """Indices that sort `input` along `dim`."""
+    return kit.argsort(input, dim, descending)
+
+
+def _same_dtype(op, a, b):
+    if a.dtype != b.dtype:
+        # NOTE: PyTorch refuses mixed dtypes here; so does kit, so the code ports both ways.
+        raise RuntimeError(
+            f"torch.{op}: the tensors have dtypes {a.dtype} and {b.dtype}; both must have the "
+            f"same dtype. Fix: convert one, e.g. b.to(a.dtype)"
+        )
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """Elementwise `|input - other| <= atol + rtol * |other|`, as a bool tensor."""
+    _same_dtype("isclose", input, other)
+    xp = kit.backend.get_array_module(input.data)
+    return Tensor(xp.isclose(input.data, other.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """True if every element of `input` is close to `other` (same rule as torch.allclose).
+
+    >>> import kit.torch as torch
+    >>> torch.allclose(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0000001]))
+    True
+    """
+    return isclose(input, other, rtol, atol, equal_nan).data.all().item()
+
+
+def equal(input, other):  # noqa: A002
+    """True if both tensors have the same shape and the same elements.
+
+    >>> import kit.torch as torch
+    >>> torch.equal(torch.tensor([1, 2]), torch.tensor([1, 2]))
+    True
+    """
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return (input.data == other.data).all().item()
+
+
+def is_tensor(obj):
+    """True if `obj` is a (kit) Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input):  # noqa: A002
+    """The number of elements of `input`."""
+    return input.numel()

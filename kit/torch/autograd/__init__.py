@@ -1,0 +1,27 @@
+"""`torch.autograd` on kit's engine: Function, grad, backward, gradcheck, gradgradcheck.
+
+`Function` is kit's own `kit.Function` (both of PyTorch's forms), not a copy, so a Function written
+with `import kit.torch as torch` is a kit Function everywhere (graphs, kit.viz, kit.func).
+
+>>> import kit.torch as torch
+>>> x = torch.tensor(3.0, requires_grad=True)
+>>> torch.autograd.grad(x ** 2, x)
+(tensor(6.),)
+"""
+
+from kit.autograd import backward, grad
+from kit.grad_mode import (
+    detect_anomaly,
+    enable_grad,
+    is_anomaly_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
+from kit.torch.autograd import function
+from kit.torch.autograd.function import Function
+
+__all__ = [
+    "Function", "GradcheckError", "backward", "detect_anomaly", "enable_grad", "function",
+    "grad", "gradcheck", "gradgradcheck", "is_anomaly_enabled", "no_grad", "set_grad_enabled",
+]

@@ -1,0 +1,10 @@
+"""`torch.nn`, thin: only `torch.nn.functional` (modules and optimisers live in kit.nn, kit.optim).
+
+>>> import kit.torch as torch
+>>> torch.nn.functional.softmax(torch.tensor([0.0, 0.0]), dim=0)
+tensor([0.5, 0.5])
+"""
+
+from kit.torch.nn import functional
+
+__all__ = ["functional"]
