@@ -88,19 +88,24 @@ class Node:
     def apply(self, grads, differentiable):
         """Gradients for each input, given the gradient of each output."""
         saved = self.saved
+        if not saved:  # NOTE: _FREED is truthy; this is the "nothing saved" fast path
+            return self.rule(self, grads[0])
         if saved is _FREED:
             raise RuntimeError(_freed_message(self))
-        if saved:
-            check_versions(self)
-            if differentiable:
-                values = [self._as_tensor(v) for v in saved]
+        # One pass both checks versions (as check_versions, which words the error) and unpacks.
+        values = []
+        for v, expected in zip(saved, self.versions, strict=True):
+            if v is _OUT:
+                if self.out_vc[0] != expected:
+                    check_versions(self)
+                values.append(self._as_tensor(v) if differentiable else self.out_data)
+            elif isinstance(v, Tensor):
+                if expected >= 0 and v._vc[0] != expected:
+                    check_versions(self)
+                values.append(v if differentiable else v.data)
             else:
-                values = [
-                    self.out_data if v is _OUT else v.data if isinstance(v, Tensor) else v
-                    for v in saved
-                ]
-            return self.rule(self, grads[0], *values)
-        return self.rule(self, grads[0])
+                values.append(v)
+        return self.rule(self, grads[0], *values)
 
     def _as_tensor(self, value):
         if value is _OUT:
@@ -195,19 +200,20 @@ def _sum_to(g, shape, differentiable):
 
 def _collect(roots):
     """Count, for every node reachable from `roots`, how many edges point at it."""
-    deps = {}
+    deps = dict.fromkeys(roots, 0)  # a node's presence in deps means it was seen
+    get = deps.get
     stack = list(roots)
-    seen = set(stack)
+    pop, push = stack.pop, stack.append
     while stack:
-        node = stack.pop()
-        for edge in node.next_functions:
-            if edge is None:
-                continue
-            nxt = edge[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+        for edge in pop().next_functions:
+            if edge is not None:
+                nxt = edge[0]
+                count = get(nxt)
+                if count is None:
+                    deps[nxt] = 1
+                    push(nxt)
+                else:
+                    deps[nxt] = count + 1
     return deps
 
 
@@ -262,14 +268,30 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                     node.release()
                 if anomaly:
                     _check_nan(node, in_grads)
-            for index, edge in enumerate(node.next_functions):
+            n_in = len(in_grads)
+            index = -1
+            for edge in node.next_functions:
+                index += 1
                 if edge is None:
                     continue
                 nxt, nr = edge
-                g = in_grads[index] if index < len(in_grads) else None
+                g = in_grads[index] if index < n_in else None
                 if g is not None:
-                    _add(buffers, nxt, nr, _fit(node, index, g, nxt.output_meta[nr],
-                                                differentiable))
+                    meta = nxt.output_meta
+                    shape, dtype = meta[nr]
+                    if g.shape != shape or g.dtype != dtype:
+                        g = _fit(node, index, g, meta[nr], differentiable)
+                    # Inlined _add: this loop runs once per edge of the graph.
+                    slot = buffers.get(nxt)
+                    if slot is None:
+                        if len(meta) == 1:
+                            buffers[nxt] = [g]
+                        else:
+                            slot = buffers[nxt] = [None] * len(meta)
+                            slot[nr] = g
+                    else:
+                        have = slot[nr]
+                        slot[nr] = g if have is None else have + g
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
