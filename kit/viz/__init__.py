@@ -4,13 +4,27 @@
   object with its nodes and edges as plain data;
 - `grad_norms`, `plot_grad_norms`, `GradHistory`, `plot_grad_history`, `plot_grad_histograms`:
   gradient-flow plots (matplotlib) with vanishing/exploding thresholds marked;
-- `explorer`, `step_backward`, `gradcheck_view`: ipywidgets views, each with a static fallback.
+- `explorer`, `step_backward`, `gradcheck_view`: ipywidgets views, each with a static fallback
+  (`.static()`) and drivable from Python (set a slider's `.value`, `.click()` a button).
 """
 
-from kit.viz._style import EXPLODING, VANISHING, grad_colour
+from kit.viz._style import EXPLODING, VANISHING, Plot, grad_colour
+from kit.viz._trace import Step, trace_backward
 from kit.viz.drawing import GraphDrawing, draw_graph
+from kit.viz.flow import (
+    GradHistory,
+    grad_norms,
+    plot_grad_histograms,
+    plot_grad_history,
+    plot_grad_norms,
+)
+from kit.viz.gradcheck_view import GradcheckView, gradcheck_view
 from kit.viz.graph import graph_data
+from kit.viz.widgets import Explorer, StepBackward, explorer, step_backward
 
 __all__ = [
-    "EXPLODING", "VANISHING", "GraphDrawing", "draw_graph", "grad_colour", "graph_data",
+    "EXPLODING", "VANISHING", "Explorer", "GradHistory", "GradcheckView", "GraphDrawing", "Plot",
+    "Step", "StepBackward", "draw_graph", "explorer", "grad_colour", "grad_norms",
+    "gradcheck_view", "graph_data", "plot_grad_histograms", "plot_grad_history",
+    "plot_grad_norms", "step_backward", "trace_backward",
 ]

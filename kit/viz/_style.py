@@ -97,19 +97,22 @@ def fmt_shape(shape):
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def png(figure, dpi=None):
-    """A matplotlib Figure rendered to PNG bytes."""
+def png(figure, fast=False):
+    """A matplotlib Figure rendered to PNG bytes; `fast` trades file size for speed (widgets)."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
+    figure.savefig(buffer, format="png", pil_kwargs={"compress_level": 1} if fast else None)
     return buffer.getvalue()
 
 
-def new_figure(width=6.0, height=3.2):
-    """A matplotlib Figure outside pyplot, so nothing is shown twice or kept alive globally."""
+def new_figure(width=6.0, height=3.2, layout="constrained"):
+    """A matplotlib Figure outside pyplot, so nothing is shown twice or kept alive globally.
+
+    Widgets pass layout=None and fixed margins: a constrained layout doubles the redraw time.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height), dpi=80, layout="constrained")
+    figure = Figure(figsize=(width, height), dpi=80, layout=layout)
     FigureCanvasAgg(figure)
     return figure
 

@@ -23,7 +23,7 @@ _KIND_STYLE = {
 
 def draw_graph(*outputs, show_grad=True, color_by_grad=False, show_saved=False,
                collapse_chains=6, max_nodes=400, params=None, highlight=(),
-               vanishing=VANISHING, exploding=EXPLODING, rankdir="TB"):
+               vanishing=VANISHING, exploding=EXPLODING, rankdir="TB", flow=None):
     """Draw the computation graph that produced `outputs`.
 
     Op nodes show the op (a user's custom op is a purple hexagon naming its front end); tensor
@@ -35,7 +35,8 @@ def draw_graph(*outputs, show_grad=True, color_by_grad=False, show_saved=False,
     `vanishing`, red above `exploding`, with a legend. `show_saved` adds what each op keeps for
     backward (dashed). Runs of at least `collapse_chains` nodes of one op in a line become one
     "op xN" node (False keeps them); past `max_nodes` nodes the rest is summarised in one node.
-    `highlight` marks nodes (Tensors or graph nodes) with a red border.
+    `highlight` marks nodes (Tensors or graph nodes) with a red border. `flow` ({graph node:
+    [gradient per output]}) shows those gradients instead (step_backward shows part of a pass).
 
     >>> import kit
     >>> x = kit.tensor(2.0, requires_grad=True)
@@ -46,7 +47,7 @@ def draw_graph(*outputs, show_grad=True, color_by_grad=False, show_saved=False,
     nodes, edges = graph_data(
         outputs, show_grad=show_grad, color_by_grad=color_by_grad, show_saved=show_saved,
         collapse_chains=collapse_chains, max_nodes=max_nodes, params=params,
-        highlight=highlight, vanishing=vanishing, exploding=exploding,
+        highlight=highlight, vanishing=vanishing, exploding=exploding, flow=flow,
     )
     rows = legend(vanishing, exploding) if color_by_grad else []
     return GraphDrawing(nodes, edges, rows, rankdir)

@@ -39,8 +39,7 @@ def graph_data(outputs, *, show_grad=True, color_by_grad=False, show_saved=False
 
     Each node is {"id", "kind", "label", "attributes"}; each edge is {"id", "kind", "source",
     "target", "label", "attributes"}, pointing the way data flows (input to consumer).
-    See `draw_graph` for the options. `flow` ({graph node: [gradient per output]}) shows those
-    gradients instead of replaying the whole reverse pass (kit.viz.step_backward shows a part).
+    See `draw_graph` for the options.
     """
     outputs = list(outputs)
     check_outputs(outputs, "draw_graph")
@@ -109,7 +108,9 @@ class _Builder:
         self.names = {id(t): name for name, t in (params or {}).items()}
         self.color_by_grad = color_by_grad
         self.vanishing, self.exploding = vanishing, exploding
-        self.highlight = {getattr(h, "grad_fn", None) or h for h in highlight}
+        # by id: a Tensor's == is elementwise, so Tensors cannot go in a set
+        self.highlight = {id(h.grad_fn) if isinstance(h, Tensor) and h.grad_fn is not None
+                          else id(h) for h in highlight}
         self.flow = {}  # None when the graph was released: fall back on the leaves' .grad
         self.nodes, self.edges = [], []
         self.ids = {}  # engine node (or chain head) -> drawn node id
@@ -145,10 +146,12 @@ class _Builder:
         # several outputs: one flat array, for the norm and the colour
         return np.concatenate([host(g).ravel().astype(np.float64) for g in present])
 
-    def _tensor(self, t, role, output=False, grad=None):
+    def _tensor(self, t, role, output=False, grad=None, node=None):
         name = self.names.get(id(t)) or t.name or ("output" if output else role)
         attributes = {"role": role, "name": name, "shape": tuple(t.shape), "dtype": str(t.dtype),
                       "device": t.device, "requires_grad": t.requires_grad, "output": output}
+        if id(t) in self.highlight or id(node) in self.highlight:
+            attributes["highlight"] = True
         lines = [name, f"{fmt_shape(t.shape)} {t.dtype} {t.device}"]
         if t.data.size <= SMALL:
             attributes["value"] = host(t.data).tolist()
@@ -178,7 +181,7 @@ class _Builder:
             grad = t.grad.data if t.grad is not None else None
         else:
             grad = self._received(node, 0)
-        node_id = self.ids[("leaf", id(t))] = self._tensor(t, role, grad=grad)
+        node_id = self.ids[("leaf", id(t))] = self._tensor(t, role, grad=grad, node=node)
         return node_id
 
     def _op(self, node, members=None):
@@ -196,7 +199,7 @@ class _Builder:
         if members is None and out is not None and out.data.size <= SMALL:
             attributes["value"] = host(out.data).tolist()
             lines.append("= " + fmt_array(out.data))
-        if node in self.highlight:
+        if id(node) in self.highlight:
             attributes["highlight"] = True
         grad = self._received(node)
         if not members:
