@@ -22,27 +22,35 @@ from kit.grad_mode import STATE
 def record(op, rule, out, inputs, saved=(), params=None):
     """Wrap the array `out` as a Tensor; attach a Node if a Tensor input requires grad."""
     y = Tensor(out)
-    out = y.data
     if not STATE.enabled:
         return y
-    edges = []
+    out = y.data
+    # NOTE: this runs once per recorded op; tuples grown in plain loops are the cheapest here.
+    edges = ()
     need = False
     for t in inputs:
         if isinstance(t, Tensor) and t.requires_grad:
-            edges.append(t._edge or t._leaf_edge())
+            edges += (t._edge or t._leaf_edge(),)
             need = True
         else:
-            edges.append(None)
+            edges += (None,)
     if not need:
         return y
-    # A saved output starts at version 0 too: an in-place change of it must fail at backward.
-    versions = tuple(v._vc[0] if isinstance(v, Tensor) else 0 if v is OUTPUT else -1 for v in saved)
-    node = Node(op, rule, tuple(edges), saved, versions, params, ((out.shape, out.dtype),))
+    versions = ()
+    saves_output = False
     for v in saved:
-        if v is OUTPUT:
-            node.out_data = out
-            node.out_vc = y._vc
-            break
+        if isinstance(v, Tensor):
+            versions += (v._vc[0],)
+        elif v is OUTPUT:
+            # A saved output starts at version 0 too: an in-place change of it must fail.
+            versions += (0,)
+            saves_output = True
+        else:
+            versions += (-1,)
+    node = Node(op, rule, edges, saved, versions, params, ((out.shape, out.dtype),))
+    if saves_output:
+        node.out_data = out
+        node.out_vc = y._vc
     y.requires_grad = True
     y.grad_fn = node
     y._edge = (node, 0)
@@ -53,10 +61,10 @@ def record(op, rule, out, inputs, saved=(), params=None):
 def constant(value, like, op):
     """A non-Tensor operand: Python scalars stay (weakly typed, as in PyTorch), the rest become
     constant Tensors."""
+    if isinstance(value, np.generic):  # checked first: np.float64 is also a Python float
+        return value.item()
     if isinstance(value, (bool, int, float)):
         return value
-    if isinstance(value, np.generic):
-        return value.item()
     if isinstance(value, (list, tuple, np.ndarray)) or backend.device_of(value) == "gpu":
         return Tensor(_to_array(value, None, backend.device_of(like)))
     raise TypeError(
@@ -69,14 +77,15 @@ def pair(a, b, op):
     """Operands of a binary op as (a, b, x, y): a, b Tensors or scalars; x, y their data."""
     if isinstance(a, Tensor):
         x = a.data
+        if not isinstance(b, Tensor):
+            b = constant(b, x, op)
         if isinstance(b, Tensor):
             y = b.data
             if type(x) is not type(y):
                 check_same_device(op, x, y)
+            if x.dtype is not y.dtype:
+                x, y = _promote(x, y)
             return a, b, x, y
-        b = constant(b, x, op)
-        if isinstance(b, Tensor):
-            return a, b, x, b.data
         if isinstance(b, float) and x.dtype.kind not in "fc":
             x = x.astype(float32)  # NOTE: int tensor op Python float gives float32, as in PyTorch
         return a, b, x, b
@@ -85,6 +94,16 @@ def pair(a, b, op):
         a = constant(a, y, op)
         return a, b, (a.data if isinstance(a, Tensor) else a), y
     raise TypeError(f"kit.{op}: expected at least one Tensor operand")
+
+
+def _promote(x, y):
+    """PyTorch's rule for an integer or bool tensor with a float one: the float dtype wins
+    (NumPy would give float64 for int64 with float32)."""
+    if x.dtype.kind in "biu" and y.dtype.kind in "fc":
+        return x.astype(y.dtype), y
+    if y.dtype.kind in "biu" and x.dtype.kind in "fc":
+        return x, y.astype(x.dtype)
+    return x, y
 
 
 def check_same_device(op, *arrays):

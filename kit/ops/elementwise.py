@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from kit import backend
-from kit._tensor import Tensor
+from kit._tensor import Tensor, float32
 from kit.engine import OUTPUT
 from kit.ops._record import as_dtype_of, data_of, dual, pair, record, shape_error
 from kit.ops._vmap import VMAP
@@ -62,8 +62,19 @@ def _div_rule(node, g, a, b):
     return (g / b if need[0] else None, -g * a / (b * b) if need[1] else None)
 
 
+def _true_divide(x, y):
+    out = x / y
+    if _integral(x) and _integral(y):
+        out = out.astype(float32)  # NOTE: int / int gives float32, as in PyTorch (NumPy: float64)
+    return out
+
+
+def _integral(v):
+    return v.dtype.kind in "biu" if hasattr(v, "dtype") else not isinstance(v, float)
+
+
 mul = _binary("mul", lambda x, y: x * y, _mul_rule, True)
-div = _binary("div", lambda x, y: x / y, _div_rule, True)
+div = _binary("div", _true_divide, _div_rule, True)
 
 
 def _pow_rule(node, g, a, b, y):
