@@ -21,3 +21,12 @@ def xp_device(request):
         if not backend.gpu_available():
             pytest.skip(f"no usable GPU: {backend.gpu_unavailable_reason()}")
     return device
+
+
+def pytest_collection_modifyitems(items):
+    """A test run on the "gpu" parameter of `xp_device` is a GPU test: mark it, so that
+    `pytest -m gpu` (scripts/gpu_check.sh) selects it along with the explicitly marked ones."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("xp_device") == "gpu":
+            item.add_marker(pytest.mark.gpu)
