@@ -1,0 +1,26 @@
+"""`import kit.mx as mx`: a faithful subset of MXNet 1.x on kit's engine.
+
+`mx.nd` (NDArray, array creation, common ops, Custom), `mx.autograd` (record, pause, backward,
+grad, ...), `mx.operator` (CustomOp, CustomOpProp, register), `mx.cpu()`, `mx.gpu()`,
+`mx.context`. A CustomOp call becomes an ordinary kit graph node, so kit.grad, kit.viz and
+higher-order gradients work through it.
+
+>>> import kit.mx as mx
+>>> x = mx.nd.array([1, 2, 3]); x.attach_grad()
+>>> with mx.autograd.record():
+...     y = (x * x).sum()
+>>> y.backward(); x.grad.asnumpy()
+array([2., 4., 6.], dtype=float32)
+"""
+
+# NOTE: operator first: registering the base op at import needs kit.mx._custom, which needs it.
+from kit.mx import operator  # isort: skip
+from kit.mx import autograd, base, context, nd
+from kit.mx.base import MXNetError
+from kit.mx.context import Context, cpu, gpu
+from kit.mx.ndarray import NDArray
+
+__all__ = [
+    "Context", "MXNetError", "NDArray", "autograd", "base", "context", "cpu", "gpu", "nd",
+    "operator",
+]

@@ -1,0 +1,198 @@
+"""`mx.autograd`: recording scopes, backward and grad, with MXNet's grad_req rules.
+
+Graphs are recorded only inside `record()`. `backward` computes the gradient of the heads for every
+variable (an array that called attach_grad) found in their graph and writes it into the variable's
+grad buffer: overwritten for grad_req='write', added for 'add'. The buffer is updated in place, so a
+reference to `x.grad` taken earlier sees the new values, as in MXNet.
+"""
+
+from __future__ import annotations
+
+from kit import autograd as kit_autograd
+from kit import backend
+from kit.engine import AccumulateGrad
+from kit.mx.base import MODE, MXNetError, scope
+from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
+
+__all__ = [
+    "backward", "grad", "is_recording", "is_training", "mark_variables", "pause",
+    "predict_mode", "record", "set_recording", "set_training", "train_mode",
+]
+
+_NOT_IN_GRAPH = (
+    "Cannot differentiate node because it is not in a computational graph. You need to set "
+    "is_recording to true or use autograd.record() to save computational graphs for backward. "
+    "If you want to differentiate the same graph twice, you need to pass retain_graph=True to "
+    "backward."
+)
+
+
+def record(train_mode=True):  # noqa: A002 - MXNet's names
+    """Record the operations of the `with` block for backward (training mode by default).
+
+    >>> import kit.mx as mx
+    >>> with mx.autograd.record():
+    ...     mx.autograd.is_recording()
+    True
+    """
+    return scope(recording=True, training=train_mode)
+
+
+def pause(train_mode=False):  # noqa: A002
+    """Stop recording inside a record() block (predict mode by default)."""
+    return scope(recording=False, training=train_mode)
+
+
+def train_mode():
+    """Training mode for the block, recording unchanged."""
+    return scope(training=True)
+
+
+def predict_mode():
+    """Predict mode for the block, recording unchanged."""
+    return scope(training=False)
+
+
+def is_recording():
+    return MODE.recording
+
+
+def is_training():
+    return MODE.training
+
+
+def set_recording(is_recording):  # noqa: A002
+    """Set the recording flag; returns the previous value."""
+    previous, MODE.recording = MODE.recording, bool(is_recording)
+    return previous
+
+
+def set_training(train_mode):  # noqa: A002
+    """Set the training flag; returns the previous value."""
+    previous, MODE.training = MODE.training, bool(train_mode)
+    return previous
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    """Make arrays variables whose gradients go into the given buffers (attach_grad's core)."""
+    if isinstance(variables, NDArray):
+        variables, gradients = [variables], [gradients]
+    reqs = [grad_reqs] * len(variables) if isinstance(grad_reqs, str) else list(grad_reqs)
+    if not (len(variables) == len(gradients) == len(reqs)):
+        raise ValueError(
+            f"mark_variables: got {len(variables)} variables, {len(gradients)} gradients and "
+            f"{len(reqs)} grad_reqs; give one gradient buffer and one grad_req per variable"
+        )
+    for v, g, req in zip(variables, gradients, reqs, strict=True):
+        if req not in GRAD_REQS:
+            raise ValueError(f"mark_variables: grad_req must be one of {GRAD_REQS}, got {req!r}")
+        if not isinstance(v, NDArray) or not isinstance(g, NDArray) or g.shape != v.shape:
+            raise ValueError(
+                "mark_variables: each variable and its gradient must be NDArrays of the same "
+                "shape"
+            )
+        v.attach_grad(req)
+        v._slot = _GradSlot(req, g)
+
+
+def _heads(heads, head_grads, who):
+    heads = [heads] if isinstance(heads, NDArray) else list(heads)
+    if head_grads is None:
+        head_grads = [None] * len(heads)
+    elif isinstance(head_grads, NDArray):
+        head_grads = [head_grads]
+    if len(head_grads) != len(heads):
+        raise ValueError(f"{who}: heads and head_grads must be lists of the same length")
+    outputs, grads = [], []
+    for h, g in zip(heads, head_grads, strict=True):
+        if not isinstance(h, NDArray):
+            raise TypeError(f"{who}: heads must be NDArrays, got {type(h).__name__}")
+        if h._t.grad_fn is None:
+            raise MXNetError(_NOT_IN_GRAPH)
+        outputs.append(h._t)
+        if g is None:  # NOTE: MXNet's implicit head gradient is all ones, for any shape
+            g = backend.get_array_module(h._t.data).ones_like(h._t.data)
+        grads.append(g._t if isinstance(g, NDArray) else g)
+    return heads, outputs, grads
+
+
+def _graph_variables(outputs):
+    """The leaves reached from `outputs`; raises MXNet's error if part of the graph was freed."""
+    stack = [t.grad_fn for t in outputs]
+    seen = set(stack)
+    leaves = []
+    while stack:
+        node = stack.pop()
+        if node.released():
+            raise MXNetError(_NOT_IN_GRAPH)
+        if type(node) is AccumulateGrad:
+            leaves.append(node.variable)
+            continue
+        for edge in node.next_functions:
+            if edge is not None and edge[0] not in seen:
+                seen.add(edge[0])
+                stack.append(edge[0])
+    return leaves
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # noqa: A002
+    """Compute the gradients of `heads` and store them in the variables' grad buffers.
+
+    >>> import kit.mx as mx
+    >>> x = mx.nd.array([1, 2]); x.attach_grad()
+    >>> with mx.autograd.record():
+    ...     y = 3 * x
+    >>> mx.autograd.backward(y); x.grad.asnumpy()
+    array([3., 3.], dtype=float32)
+    """
+    heads, outputs, grads = _heads(heads, head_grads, "backward")
+    variables = [v for v in _graph_variables(outputs) if variable_slot(v) is not None]
+    with scope(training=train_mode):
+        found = kit_autograd.grad(outputs, variables, grads, retain_graph=retain_graph,
+                                  allow_unused=True) if variables else ()
+    for v, g in zip(variables, found, strict=True):
+        slot = variable_slot(v)
+        buffer = slot.grad._t.data
+        if slot.req == "write":
+            buffer[...] = 0 if g is None else g.data
+        elif slot.req == "add" and g is not None:
+            buffer += g.data
+    if not retain_graph:
+        for h in heads:  # the graph is consumed: a second backward is MXNet's error
+            h._t = h._t.detach()
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
+         train_mode=True):  # noqa: A002
+    """Gradients of `heads` w.r.t. `variables`, returned (not stored in .grad); with
+    create_graph=True they are recorded, for higher-order gradients.
+
+    >>> import kit.mx as mx
+    >>> x = mx.nd.array([3.0]); x.attach_grad()
+    >>> with mx.autograd.record():
+    ...     y = x * x * x
+    ...     dx = mx.autograd.grad(y, x, create_graph=True)
+    >>> dx.backward(); x.grad.asnumpy()
+    array([18.], dtype=float32)
+    """
+    single = isinstance(variables, NDArray)
+    variables = [variables] if single else list(variables)
+    if not variables:
+        raise ValueError("grad: variables cannot be an empty list.")
+    for i, v in enumerate(variables):
+        if not isinstance(v, NDArray) or not v._t.requires_grad or v._t.grad_fn is not None:
+            raise MXNetError(
+                f"grad: variable {i} is not a variable. Fix: call x.attach_grad() before "
+                f"recording the computation, and pass that same array"
+            )
+    heads, outputs, grads = _heads(heads, head_grads, "grad")
+    _graph_variables(outputs)
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    recording = True if create_graph else MODE.recording
+    with scope(recording=recording, training=train_mode):
+        found = kit_autograd.grad(outputs, [v._t for v in variables], grads,
+                                  retain_graph=retain_graph, create_graph=create_graph,
+                                  materialize_grads=True)
+    result = [NDArray(g) for g in found]
+    return result[0] if single else result
+
