@@ -1,0 +1,95 @@
+"""kit.viz gradient-flow plots: the numbers behind each figure, and the thresholds flagged."""
+
+import numpy as np
+import pytest
+
+import kit
+from kit.viz import (
+    EXPLODING,
+    VANISHING,
+    GradHistory,
+    grad_norms,
+    plot_grad_histograms,
+    plot_grad_history,
+    plot_grad_norms,
+)
+
+
+def _deep_net(depth, scale, activation, seed=0):
+    """A square MLP built from kit ops; returns its weights after one backward."""
+    kit.manual_seed(seed)
+    weights = {f"W{i}": (kit.randn(16, 16) * scale).requires_grad_() for i in range(depth)}
+    h = kit.randn(8, 16)
+    for w in weights.values():
+        h = getattr(kit, activation)(h @ w)
+    h.sum().backward()
+    return weights
+
+
+def test_grad_norms_are_the_l2_norms_of_grad():
+    weights = _deep_net(3, 0.5, "tanh")
+    norms = grad_norms(weights)
+    for name, w in weights.items():
+        assert norms[name] == pytest.approx(float(np.linalg.norm(w.grad.numpy())))
+    assert grad_norms({"unused": kit.ones(2, requires_grad=True)}) == {"unused": None}
+
+
+def test_vanishing_sigmoid_stack_is_flagged():
+    weights = _deep_net(12, 0.3, "sigmoid")
+    plot = plot_grad_norms(weights)
+    norms = plot.data["norms"]
+    assert plot.data["names"] == list(weights)
+    assert norms[0] < VANISHING < norms[-1]
+    assert norms == sorted(norms)  # the gradient shrinks layer by layer towards the input
+    assert "W0" in plot.data["vanishing"] and "W11" not in plot.data["vanishing"]
+    assert plot.data["exploding"] == []
+    assert plot._repr_png_()[:4] == b"\x89PNG"
+    assert repr(plot) == "<Plot: gradient norms of 12 parameters>"
+
+
+def test_exploding_linear_stack_is_flagged():
+    weights = _deep_net(12, 1.5, "tanh")
+    exploding = {f"W{i}": (kit.randn(8, 8) * 3.0).requires_grad_() for i in range(10)}
+    h = kit.randn(4, 8)
+    for w in exploding.values():
+        h = h @ w
+    h.sum().backward()
+    data = plot_grad_norms(exploding).data
+    assert data["norms"][0] > EXPLODING and "W0" in data["exploding"]
+    assert plot_grad_norms(grad_norms(weights)).data["names"] == list(weights)
+
+
+def test_history_records_each_step():
+    weights = _deep_net(4, 0.5, "tanh")
+    history = GradHistory(weights)
+    x = kit.randn(8, 16)
+    for step in range(3):
+        for w in weights.values():
+            w.grad = None
+        h = x
+        for w in weights.values():
+            h = (h @ w).tanh()
+        (h.sum() * (step + 1)).backward()
+        history.record()
+    plot = plot_grad_history(history)
+    assert plot.data["steps"] == [0, 1, 2]
+    for values in plot.data["norms"].values():
+        np.testing.assert_allclose(values, [values[0], 2 * values[0], 3 * values[0]], rtol=1e-5)
+
+
+def test_histograms_count_every_nonzero_element():
+    weights = _deep_net(3, 0.5, "relu")
+    plot = plot_grad_histograms(weights, bins=20)
+    assert len(plot.data["edges"]) == 21
+    for name, w in weights.items():
+        nonzero = int((w.grad.numpy() != 0).sum())
+        assert sum(plot.data["counts"][name]) == nonzero
+        assert plot.data["zeros"][name] == w.grad.numpy().size - nonzero
+    assert plot.data["edges"][0] <= np.log10(VANISHING) - 1
+
+
+def test_errors_name_the_fix():
+    with pytest.raises(ValueError, match="call backward"):
+        plot_grad_histograms({"w": kit.ones(2, requires_grad=True)})
+    with pytest.raises(TypeError, match="parameter 'w' is a list"):
+        grad_norms({"w": [1.0]})
