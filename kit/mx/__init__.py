@@ -17,10 +17,10 @@ array([2., 4., 6.], dtype=float32)
 from kit.mx import operator  # isort: skip
 from kit.mx import autograd, base, context, nd
 from kit.mx.base import MXNetError
-from kit.mx.context import Context, cpu, gpu
+from kit.mx.context import Context, cpu, current_context, gpu
 from kit.mx.ndarray import NDArray
 
 __all__ = [
-    "Context", "MXNetError", "NDArray", "autograd", "base", "context", "cpu", "gpu", "nd",
-    "operator",
+    "Context", "MXNetError", "NDArray", "autograd", "base", "context", "cpu", "current_context",
+    "gpu", "nd", "operator",
 ]
