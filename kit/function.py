@@ -98,12 +98,19 @@ class FunctionCtx:
 
 
 class _SavedOutput:
-    """In ctx._saved: "my output i", kept as data so the graph has no reference cycle."""
+    """In ctx._saved: "my output i", kept as data so the graph has no reference cycle.
 
-    __slots__ = ("index",)
+    It carries the output's version counter, shape and dtype, so the engine's saved-tensor
+    version check covers a saved output exactly like a saved input.
+    """
 
-    def __init__(self, index):
+    __slots__ = ("index", "_vc", "shape", "dtype")
+
+    def __init__(self, index, output):
         self.index = index
+        self._vc = output._vc
+        self.shape = output.shape
+        self.dtype = output.dtype
 
 
 class FunctionNode(Node):
@@ -184,7 +191,7 @@ class FunctionNode(Node):
                 out.append(None)
                 continue
             if not isinstance(g, Tensor):
-                raise TypeError(
+                raise RuntimeError(
                     f"function {name} returned a gradient of type {type(g).__name__} at index "
                     f"{i} (for input {self.input_names[i]}): expected Tensor or None (got "
                     f"{type(g).__name__}). Fix: return a kit Tensor, e.g. kit.tensor(value)"
@@ -337,7 +344,7 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         separate = _separate_form(cls)
-        inputs, given = _bind(cls, separate, args, kwargs)
+        inputs, given, args, kwargs = _bind(cls, separate, args, kwargs)
         ctx = FunctionCtx()
         recording = STATE.enabled and any(
             isinstance(a, Tensor) and a.requires_grad for a in inputs
@@ -346,7 +353,10 @@ class Function:
             recording and isinstance(a, Tensor) and a.requires_grad for a in inputs
         ))
         with no_grad():
-            output = cls.forward(*inputs) if separate else cls.forward(ctx, *inputs)
+            if separate:
+                output = cls.forward(*args, **kwargs)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
         if separate:
             cls.setup_context(ctx, inputs, output)
         return _wrap_outputs(cls, ctx, inputs, output, recording, given)
@@ -354,7 +364,8 @@ class Function:
 
 def _bind(cls, separate, args, kwargs):
     """Forward's arguments as one positional tuple, defaults filled in (setup_context's inputs),
-    and how many of them backward must return gradients for.
+    how many of them backward must return gradients for, and the (args, kwargs) to call forward
+    with (keyword-only parameters stay keywords).
 
     As in PyTorch, the separate form counts every argument, defaults included; the combined form
     counts only those the caller passed (a default left out needs no gradient slot).
@@ -362,7 +373,7 @@ def _bind(cls, separate, args, kwargs):
     try:
         sig = inspect.signature(cls.forward)
     except (TypeError, ValueError):
-        return args, len(args)
+        return args, len(args), args, kwargs
     params = list(sig.parameters.values())
     if not separate and params:
         params = params[1:]  # ctx
@@ -387,7 +398,7 @@ def _bind(cls, separate, args, kwargs):
             values.append(v)
         if p.name in passed:
             given = len(values)
-    return tuple(values), len(values) if separate else given
+    return tuple(values), len(values) if separate else given, bound.args, bound.kwargs
 
 
 def _ctx_hint(cls, separate):
@@ -452,7 +463,7 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
         saved = tuple(_mark_output(t, final) for t in ctx._saved)
         object.__setattr__(ctx, "_saved", saved)
         node.versions = tuple(
-            -1 if t is None or isinstance(t, _SavedOutput) else v
+            -1 if t is None else t._vc[0] if isinstance(t, _SavedOutput) else v
             for t, v in zip(saved, ctx._versions)
         )
         node.saved = tuple(t for t in saved)
@@ -462,7 +473,7 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
 def _mark_output(t, outputs):
     for i, o in enumerate(outputs):
         if t is o:
-            return _SavedOutput(i)
+            return _SavedOutput(i, o)
     return t
 
 

@@ -8,6 +8,7 @@ exception type, and kit's message says what to write instead.
 from __future__ import annotations
 
 import pytest
+from torch_oracle import libraries
 
 import kit.torch
 
@@ -15,16 +16,6 @@ pytestmark = pytest.mark.filterwarnings(
     # Real PyTorch warns when a Function is instantiated (seed mistake 4); kit raises on the call.
     "ignore:.*should not be instantiated:DeprecationWarning"
 )
-
-
-def libraries():
-    """kit.torch always; real PyTorch as the oracle when it is installed."""
-    libs = [pytest.param(kit.torch, id="kit")]
-    try:
-        import torch
-    except ImportError:
-        return libs
-    return libs + [pytest.param(torch, id="pytorch")]
 
 
 def add_function(torch):
