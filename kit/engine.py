@@ -172,12 +172,18 @@ def _fit(node, index, g, meta, differentiable):
     """Make `g` match the shape and dtype the node's input expects; undo broadcasting."""
     shape, dtype = meta
     if g.shape != shape:
-        if not _sum_compatible(g.shape, shape):
+        lead = g.ndim - len(shape)
+        if lead > 0 and shape and g.shape[lead:] == shape:
+            # NOTE: the common case (a bias): one plain sum, whose result is not a view, so
+            # accumulating it into a leaf's .grad needs no copy.
+            g = g.sum(axis=tuple(range(lead)))
+        elif not _sum_compatible(g.shape, shape):
             raise RuntimeError(
                 f"{node.name()} returned an invalid gradient at index {index} - got "
                 f"{list(g.shape)} but expected shape compatible with {list(shape)}"
             )
-        g = _sum_to(g, shape, differentiable)
+        else:
+            g = _sum_to(g, shape, differentiable)
     if g.dtype != dtype:
         g = g.to(dtype) if differentiable else g.astype(dtype)
     return g
