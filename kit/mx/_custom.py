@@ -19,22 +19,14 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.function import Function
 from kit.grad_mode import STATE
-from kit.mx.base import MODE, MXNetError, run, scope
+from kit.mx.base import MODE, REPORTED, MXNetError, reported, run, scope
 from kit.mx.context import context_of, current_context
 from kit.mx.ndarray import Guard, NDArray, variable_slot
 from kit.mx.operator import CustomOp, lookup
 
-_MARK = "_kit_mx_reported"  # set on errors that already name the op and the phase
-
 
 def _where(op_type, phase):
     return f"mx.nd.Custom(op_type={op_type!r}) {phase}"
-
-
-def _reported(exc):
-    with contextlib.suppress(AttributeError):
-        setattr(exc, _MARK, True)
-    return exc
 
 
 @contextlib.contextmanager
@@ -43,15 +35,15 @@ def _phase(op_type, phase):
     try:
         yield
     except Exception as exc:
-        if getattr(exc, _MARK, False):
+        if getattr(exc, REPORTED, False):
             raise
         message = f"{_where(op_type, phase)}: {type(exc).__name__}: {exc}"
         try:
             new = type(exc)(message)
         except Exception:  # a type whose constructor wants other arguments: annotate it instead
             exc.add_note(message)
-            raise _reported(exc) from None
-        raise _reported(new) from exc
+            raise reported(exc) from None
+        raise reported(new) from exc
 
 
 class _Call:
@@ -113,7 +105,7 @@ def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
     with _phase(op_type, "create_operator"):
         call.op = call.prop.create_operator(ctx, call.in_shapes, call.in_types)
     if not isinstance(call.op, CustomOp):
-        raise _reported(TypeError(
+        raise reported(TypeError(
             f"{_where(op_type, 'create_operator')}: returned {call.op!r}, expected an instance "
             f"of mx.operator.CustomOp. Fix: `return MyOp()` (an instance, not the class)"
         ))
@@ -134,7 +126,7 @@ def _make_prop(prop_cls, op_type, kwargs):
             signature.bind(**strings)
         except TypeError as exc:
             names = ", ".join(strings) or "..."
-            raise _reported(TypeError(
+            raise reported(TypeError(
                 f"{_where(op_type, 'CustomOpProp.__init__')}: {prop_cls.__name__}.__init__"
                 f"{signature} cannot accept the keyword arguments {strings} ({exc}); MXNet "
                 f"passes every extra keyword of mx.nd.Custom to the Prop, as a string, and "
@@ -144,7 +136,7 @@ def _make_prop(prop_cls, op_type, kwargs):
     with _phase(op_type, "CustomOpProp.__init__"):
         prop = prop_cls(**strings)
     if not hasattr(prop, "need_top_grad_"):
-        raise _reported(TypeError(
+        raise reported(TypeError(
             f"{_where(op_type, 'CustomOpProp.__init__')}: {prop_cls.__name__}.__init__ did not "
             f"call the base __init__. Fix: super().__init__(need_top_grad=True) (False for a "
             f"loss layer that ignores the gradient from above)"
@@ -160,7 +152,7 @@ def _read_lists(call):
             names = list(getattr(prop, method)())
         setattr(call, attr, names)
     if not call.out_names:
-        raise _reported(ValueError(
+        raise reported(ValueError(
             f"{_where(op_type, 'list_outputs')}: the op declares no outputs; return at least one "
             f"name, e.g. ['output']"
         ))
@@ -169,7 +161,7 @@ def _read_lists(call):
 def _split(ret, op_type, phase, counts, names):
     """Check what infer_shape / infer_type returned: 2 or 3 lists of the right lengths."""
     if not isinstance(ret, (tuple, list)) or len(ret) not in (2, 3):
-        raise _reported(ValueError(
+        raise reported(ValueError(
             f"{_where(op_type, phase)}: must return 2 or 3 lists (inputs, outputs[, aux]), "
             f"got {ret!r}"
         ))
@@ -178,7 +170,7 @@ def _split(ret, op_type, phase, counts, names):
         if part is None and what == "aux":
             continue
         if len(part) != count:
-            raise _reported(ValueError(
+            raise reported(ValueError(
                 f"{_where(op_type, phase)}: expecting {count} entries in returned {what} "
                 f"{'shapes' if phase == 'infer_shape' else 'types'}, got {len(part)} ({part!r})"
             ))
@@ -199,7 +191,7 @@ def _infer(call, args, aux):
               enumerate(zip(aux, ashape or [t.shape for t in aux], strict=True))]
     for what, have, said in given:
         if tuple(int(n) for n in said) != tuple(have):
-            raise _reported(ValueError(
+            raise reported(ValueError(
                 f"{_where(op_type, 'infer_shape')}: returned shape {tuple(said)} for {what}, but "
                 f"that input has shape {tuple(have)}. Fix: return the input shapes unchanged"
             ))
@@ -210,7 +202,7 @@ def _infer(call, args, aux):
     itype, otype, _ = _split(ret, op_type, "infer_type", counts, names)
     for i, (t, said) in enumerate(zip(args, itype, strict=True)):
         if np.dtype(said) != t.dtype:
-            raise _reported(TypeError(
+            raise reported(TypeError(
                 f"{_where(op_type, 'infer_type')}: returned dtype {np.dtype(said)} for argument "
                 f"{call.arg_names[i]!r}, but that input is {t.dtype}. Fix: convert the input "
                 f"with .astype(...) or return its dtype"
@@ -259,7 +251,7 @@ class _Undeclared:
         object.__setattr__(self, "_message", message)
 
     def _kit_mx_undeclared(self, *args, **kwargs):
-        raise _reported(MXNetError(self._message))
+        raise reported(MXNetError(self._message))
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -311,17 +303,18 @@ class CustomFunction(Function):
             for j, (s, d) in enumerate(zip(call.out_shapes, call.out_types, strict=True))
         ]
         aux = [NDArray(t) for t in call.aux]
+        buffers = tuple(out_data)  # the op may rebind items of the list it gets
         with scope(recording=False), _phase(call.op_type, "forward"):
             call.op.forward(is_train=1 if MODE.training else 0, req=["write"] * len(out_data),
                             in_data=in_data, out_data=out_data, aux=aux)
-        for buf in out_data:
+        for buf in buffers:
             if not buf._guard.written:
-                raise _reported(RuntimeError(
+                raise reported(RuntimeError(
                     f"{buf._guard.where} was never written (MXNet would return uninitialised "
                     f"memory). Fix: self.assign(out_data[i], req[i], value) in forward; "
                     f"rebinding out_data[i] = value does not write into the output"
                 ))
-        outputs = tuple(buf._t for buf in out_data)
+        outputs = tuple(buf._t for buf in buffers)
         n_out = len(outputs)
         call.saved_in = [i for i in range(n_args) if n_out + i in call.deps]
         call.saved_out = [j for j in range(n_out) if n_out + n_args + j in call.deps]
@@ -357,18 +350,19 @@ class CustomFunction(Function):
                     f"{where}: in_grad[{i}] ({call.arg_names[i]!r})") for i in range(n_args)
         ]
         aux = [NDArray(t) for t in call.aux]
+        buffers = tuple(in_grad)
         with scope(recording=keep), _phase(call.op_type, "backward"):
             call.op.backward(req=list(call.req), out_grad=out_grad, in_data=in_data,
                              out_data=out_data, in_grad=in_grad, aux=aux)
         sources = [a._t for a in out_grad + in_data + out_data
                    if isinstance(a, NDArray) and a._t.requires_grad]
         result = []
-        for buf, req in zip(in_grad, call.req, strict=True):
+        for buf, req in zip(buffers, call.req, strict=True):
             if req == "null":
                 result.append(None)
                 continue
             if not buf._guard.written:
-                raise _reported(RuntimeError(
+                raise reported(RuntimeError(
                     f"{buf._guard.where} was never written, although req is {req!r} (MXNet would "
                     f"leave a zero gradient). Fix: self.assign(in_grad[i], req[i], gradient) in "
                     f"backward for every input"

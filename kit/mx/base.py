@@ -9,6 +9,18 @@ class MXNetError(RuntimeError):
     """Default error raised by kit.mx where MXNet raises its own MXNetError."""
 
 
+REPORTED = "_kit_mx_reported"  # set on errors that already name the op and the phase
+
+
+def reported(exc):
+    """Mark an error as already naming its op and phase (so it is not prefixed twice)."""
+    try:
+        setattr(exc, REPORTED, True)
+    except AttributeError:
+        pass
+    return exc
+
+
 class _Mode:
     """MXNet's two flags: is a graph being recorded, and is the forward in training mode."""
 

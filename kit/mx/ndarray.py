@@ -14,7 +14,7 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.mx.base import run
+from kit.mx.base import reported, run
 from kit.mx.context import context_of
 
 GRAD_REQS = ("write", "add", "null")
@@ -223,18 +223,18 @@ class NDArray:
         if guard is None:
             return
         if guard.readonly:
-            raise ValueError(
+            raise reported(ValueError(
                 f"{guard.where} is read-only: a CustomOp must not write into its inputs (MXNet "
                 f"would silently change the caller's array). Fix: compute a new array, e.g. "
                 f"y = in_data[0] * 2, and write it with self.assign(out_data[0], req[0], y)"
-            )
+            ))
         have = _value_shape(value)
         if self.shape == guard.shape and len(have) > 0 and have != guard.shape:
-            raise ValueError(
+            raise reported(ValueError(
                 f"{guard.where} has shape {guard.shape} (from infer_shape) but the value written "
                 f"into it has shape {have}; MXNet would broadcast it silently. Fix: compute a "
                 f"value of shape {guard.shape}, or correct infer_shape"
-            )
+            ))
         guard.written = True
 
     def __setitem__(self, key, value):
