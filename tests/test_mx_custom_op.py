@@ -10,6 +10,7 @@ import pytest
 
 import kit
 import kit.mx as mx
+import kit.viz
 
 # Seed 000's example, verbatim except for the import line (kit.mx stands in for mxnet).
 SEED_000 = '''
@@ -107,11 +108,14 @@ def test_custom_call_is_an_ordinary_kit_node():
     x.attach_grad()
     with mx.autograd.record():
         y = mx.nd.Custom(x, op_type="t_square")
-    node = y._t.grad_fn
+    node = y.tensor.grad_fn
     assert (node.op, node.kind, node.frontend) == ("t_square", "custom", "MXNet-style")
-    assert node.next_functions[1][0].variable is x._t
+    assert node.next_functions[1][0].variable is x.tensor
+    nodes, _ = kit.viz.graph_data([y.tensor])
+    (drawn,) = [n for n in nodes if n["kind"] == "custom"]
+    assert drawn["attributes"]["frontend"] == "MXNet-style" and "t_square" in drawn["label"]
     without = mx.nd.Custom(x, op_type="t_square")  # outside record: no graph
-    assert without._t.grad_fn is None and without.asnumpy().tolist() == [1, 4]
+    assert without.tensor.grad_fn is None and without.asnumpy().tolist() == [1, 4]
 
 
 def test_gradcheck_through_custom_in_float64():

@@ -346,12 +346,22 @@ def test_mark_variables_uses_the_given_buffers():
     assert x.grad is buf and buf.asnumpy().tolist() == [12, 12]
 
 
+def test_backward_inside_record_as_mxnet_tutorials_do():
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = (mx.nd.sigmoid(x) * x).sum()
+        y.backward()
+    s = 1 / (1 + np.exp(-np.array([1.0, 2.0])))
+    np.testing.assert_allclose(x.grad.asnumpy(), s + np.array([1, 2]) * s * (1 - s), rtol=1e-6)
+
+
 def test_ops_record_kit_nodes_with_kit_names():
     x = mx.nd.array([1, 2])
     x.attach_grad()
     with mx.autograd.record():
         y = mx.nd.exp(x)
-    assert y._t.grad_fn.op == "exp"
+    assert y.tensor.grad_fn.op == "exp" and y.tensor is y._t
 
 
 # --- contexts ---------------------------------------------------------------------------------

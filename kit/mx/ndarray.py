@@ -89,6 +89,11 @@ class NDArray:
 
     # --- metadata -----------------------------------------------------------------------
     @property
+    def tensor(self):
+        """The kit Tensor behind this array (kit's addition: for kit.viz, kit.gradcheck, ...)."""
+        return self._t
+
+    @property
     def shape(self):
         return tuple(self._t.data.shape)
 
