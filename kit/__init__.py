@@ -7,7 +7,7 @@
 tensor([2., 4., 6.])
 """
 
-from kit import backend
+from kit import backend, func
 from kit._tensor import (
     Tensor, arange, bool_, empty, eye, float16, float32, float64, from_numpy, full, int8, int16,
     int32, int64, linspace, manual_seed, ones, ones_like, rand, randint, randn, tensor, uint8,
@@ -27,7 +27,8 @@ synchronize = backend.synchronize
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Tensor", "arange", "backend", "backward",
     "bool_", "detect_anomaly", "empty", "enable_grad", "eye", "float16", "float32", "float64",
-    "from_numpy", "full", "grad", "gradcheck", "gradgradcheck", "int8", "int16", "int32", "int64",
+    "from_numpy", "full", "func", "grad", "gradcheck", "gradgradcheck", "int8", "int16", "int32",
+    "int64",
     "is_anomaly_enabled", "is_grad_enabled", "linspace", "manual_seed", "no_grad",
     "once_differentiable", "ones", "ones_like", "rand", "randint", "randn", "set_grad_enabled",
     "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,

@@ -18,6 +18,7 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.engine import Node, check_versions
 from kit.grad_mode import STATE, no_grad
+from kit.ops._vmap import VMAP
 
 _FREED = object()
 
@@ -335,6 +336,13 @@ class Function:
         raise NotImplementedError
 
     @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError(
+            "To use autograd.Function with vmap, you must either override the vmap staticmethod "
+            "or set generate_vmap_rule=True."
+        )
+
+    @staticmethod
     def jvp(ctx, *grad_inputs):
         raise NotImplementedError(
             "You must implement the jvp function for custom autograd.Function to use it with "
@@ -343,6 +351,8 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if VMAP.transforms:  # inside kit.func transforms (vmap, grad, ...): kit.func routes it
+            return VMAP.function(cls, args, kwargs)
         separate = _separate_form(cls)
         inputs, given, args, kwargs = _bind(cls, separate, args, kwargs)
         ctx = FunctionCtx()

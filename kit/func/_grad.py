@@ -1,0 +1,427 @@
+"""grad, grad_and_value, vjp, jacrev; jvp, jacfwd and hessian by reverse-over-reverse.
+
+All of them run kit's reverse pass. Each differentiated input becomes a fresh leaf (or, when it
+is already part of an enclosing graph, a recorded alias of it), so nested transforms never mix
+up their gradients. Inside vmap the leaf is first expanded over every active batch level:
+its gradient is then one gradient per sample instead of their sum (per-sample gradients).
+
+Forward mode is not a separate engine: `jvp(f, x, v)` uses the double-vjp identity. The
+pullback u -> J^T u is linear in u; differentiating it again against v gives J v. It needs
+backward rules that are themselves differentiable (all kit primitives are; a custom Function's
+backward must use kit ops, and its `jvp` staticmethod is not used).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from kit._tensor import Tensor
+from kit.engine import run_backward
+from kit.func._batched import (
+    ACTIVE,
+    BatchedTensor,
+    expand_levels,
+    levels_of,
+    lift,
+    lower,
+    make,
+    physical,
+)
+from kit.func._vmap import tree_flatten, vmap
+from kit.grad_mode import enable_grad
+from kit.ops import movement
+from kit.ops._vmap import VMAP
+
+
+class _Depth:
+    grad = 0  # how many grad-like transforms are running (nested ones need create_graph)
+
+
+class _transform:  # noqa: N801 - used like a function: `with _transform():`
+    def __enter__(self):
+        VMAP.transforms += 1
+        _Depth.grad += 1
+
+    def __exit__(self, *exc):
+        VMAP.transforms -= 1
+        _Depth.grad -= 1
+        return False
+
+
+class _Leaves:
+    """The differentiated inputs of one transform call, as leaves of a fresh graph."""
+
+    def __init__(self):
+        self.levels = tuple(ACTIVE)
+        self.sizes = dict(ACTIVE)
+        self.physical = []
+        self.connected = False
+
+    def add(self, t, who):
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"{who}: can only differentiate with respect to Tensors, got "
+                f"{type(t).__name__}. Fix: choose the tensor arguments with argnums"
+            )
+        x = expand_levels(t, self.levels, self.sizes) if self.levels else t
+        value = physical(x)
+        if value.requires_grad:  # part of an enclosing graph: a recorded alias keeps the link
+            self.connected = True
+            leaf = movement.reshape(value, value.shape)
+        else:
+            leaf = Tensor(value.data, requires_grad=True)
+        self.physical.append(leaf)
+        return make(leaf, levels_of(x))
+
+    def pullback(self, outputs, cotangents, create_graph, retain_graph):
+        """The gradient of sum(outputs * cotangents) with respect to each leaf."""
+        roots, grads, batched = [], [], False
+        for i, (out, ct) in enumerate(zip(outputs, cotangents, strict=True)):
+            value = physical(out)
+            if not (isinstance(value, Tensor) and value.requires_grad):
+                continue
+            if ct is None:
+                g = movement.astype(Tensor(_ones(value)), value.dtype)
+            else:
+                if tuple(ct.shape) != tuple(out.shape):
+                    raise RuntimeError(
+                        f"vjp: Mismatch in shape: cotangent {i} has a shape of {list(ct.shape)} "
+                        f"and output {i} has a shape of {list(out.shape)}"
+                    )
+                g = lower(ct, levels_of(out), self.levels, self.sizes)
+                batched = batched or type(g) is BatchedTensor
+            roots.append(value._edge or value._leaf_edge())
+            grads.append(g)
+        differentiable = create_graph or batched
+        if not differentiable:
+            grads = [g.data for g in grads]
+        capture = {}
+        for i, leaf in enumerate(self.physical):
+            capture.setdefault(leaf._edge or leaf._leaf_edge(), i)
+        found = (run_backward(roots, grads, retain_graph, differentiable, capture)
+                 if roots else [None] * len(capture))
+        results = []
+        for leaf in self.physical:
+            g = found[capture[leaf._edge or leaf._leaf_edge()]]
+            if g is None:
+                g = Tensor(_zeros(leaf))
+            elif not create_graph:
+                g = g.detach()
+            results.append(lift(g, self.levels))
+        return results
+
+
+def _ones(t):
+    from kit import backend
+
+    return backend.get_array_module(t.data).ones(t.shape, t.dtype)
+
+
+def _zeros(t):
+    from kit import backend
+
+    return backend.get_array_module(t.data).zeros(t.shape, t.dtype)
+
+
+def _argnums(argnums, n_args, who):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise RuntimeError(f"{who}: argnums must be non-empty")
+    for a in nums:
+        if not isinstance(a, int) or not -n_args <= a < n_args:
+            raise RuntimeError(
+                f"{who}: Got argnums={argnums!r}, but the function was called with {n_args} "
+                f"positional arguments. Fix: argnums must index the positional arguments"
+            )
+    return tuple(a % n_args for a in nums)
+
+
+def _detached(tree, keep):
+    if keep:
+        return tree
+    leaves, rebuild = tree_flatten(tree)
+    return rebuild([leaf.detach() if isinstance(leaf, Tensor) else leaf for leaf in leaves])
+
+
+def _split_aux(out, has_aux, who):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(
+            f"{who}: output of function f should be a tuple: (output, aux) if has_aux is True"
+        )
+    return out
+
+
+def _substitute(args, argnums, leaves, who):
+    """args with the tensors of args[argnums] replaced by leaves, and how to regroup grads."""
+    args = list(args)
+    groups = []
+    for n in argnums:
+        flat, rebuild = tree_flatten(args[n])
+        args[n] = rebuild([leaves.add(t, who) for t in flat])
+        groups.append((rebuild, len(flat)))
+    return args, groups
+
+
+def _regroup(grads, groups, argnums):
+    out, i = [], 0
+    for rebuild, count in groups:
+        out.append(rebuild(grads[i:i + count]))
+        i += count
+    return out[0] if isinstance(argnums, int) else tuple(out)
+
+
+# --- reverse mode ---------------------------------------------------------------------------
+def grad_and_value(func, argnums=0, has_aux=False):
+    """Like `grad`, returning `(gradient, value)` (`((gradient), (value, aux))` with has_aux).
+
+    >>> import kit
+    >>> from kit.func import grad_and_value
+    >>> grad_and_value(lambda x: (x ** 3).sum())(kit.tensor([1.0, 2.0]))
+    (tensor([ 3., 12.]), tensor(9.))
+    """
+    who = "grad_and_value(f)(*args)"
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        nums = _argnums(argnums, len(args), who)
+        leaves = _Leaves()
+        with _transform(), enable_grad():
+            nested = _Depth.grad > 1
+            call_args, groups = _substitute(args, nums, leaves, who)
+            out, aux = _split_aux(func(*call_args, **kwargs), has_aux, who)
+            if not isinstance(out, Tensor):
+                raise RuntimeError(
+                    f"{who}: Expected f(*args) to return a Tensor, got {type(out).__name__}"
+                )
+            if out.ndim != 0:
+                raise RuntimeError(
+                    f"{who}: Expected f(*args) to return a scalar Tensor, got tensor with "
+                    f"{out.ndim} dims. Maybe you wanted to use the vjp or jacrev APIs instead?"
+                )
+            keep = nested or leaves.connected
+            grads = leaves.pullback([out], [None], keep, keep)
+        value = _detached(out, keep)
+        result = _regroup(grads, groups, argnums)
+        if has_aux:
+            return result, (value, _detached(aux, keep))
+        return result, value
+
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """The gradient of a scalar function: `grad(f)(x)` is df/dx, a function like f.
+
+    `argnums` picks the argument(s) to differentiate (int or tuple); with `has_aux=True`, f returns
+    `(output, aux)` and grad returns `(gradient, aux)`. Transforms nest: `grad(grad(f))`,
+    `vmap(grad(f))` (per-sample gradients).
+
+    >>> import kit
+    >>> from kit.func import grad
+    >>> grad(lambda x: (x ** 2).sum())(kit.tensor([1.0, 2.0]))
+    tensor([2., 4.])
+    >>> float(grad(grad(lambda x: x ** 3))(kit.tensor(2.0)))
+    12.0
+    """
+    inner = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        grads, value = inner(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    return wrapper
+
+
+def vjp(func, *primals, has_aux=False):
+    """`(output, vjp_fn)`: vjp_fn(cotangent) is cotangent^T J, one tensor per primal.
+
+    >>> import kit
+    >>> from kit.func import vjp
+    >>> out, vjp_fn = vjp(lambda x: x * 3, kit.tensor([1.0, 2.0]))
+    >>> vjp_fn(kit.tensor([1.0, 10.0]))
+    (tensor([ 3., 30.]),)
+    """
+    who = "vjp(f, *primals)"
+    leaves = _Leaves()
+    with _transform(), enable_grad():
+        nested = _Depth.grad > 1
+        call_args, groups = _substitute(primals, range(len(primals)), leaves, who)
+        out, aux = _split_aux(func(*call_args), has_aux, who)
+    out_leaves = tree_flatten(out)[0]
+    for leaf in out_leaves:
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"{who}: Expected f to return Tensors, got {type(leaf).__name__}")
+    keep = nested or leaves.connected
+
+    def vjp_fn(*cotangents):
+        ct_leaves = tree_flatten(cotangents[0] if len(cotangents) == 1 else cotangents)[0]
+        if len(ct_leaves) != len(out_leaves):
+            raise RuntimeError(
+                f"vjp_fn: expected one cotangent per output of f ({len(out_leaves)}), got "
+                f"{len(ct_leaves)}"
+            )
+        with enable_grad():
+            grads = leaves.pullback(out_leaves, ct_leaves, keep or _Depth.grad > 0, True)
+        return tuple(_regroup(grads, groups, tuple(range(len(primals)))))
+
+    value = _detached(out, keep)
+    if has_aux:
+        return value, vjp_fn, _detached(aux, keep)
+    return value, vjp_fn
+
+
+def _basis(t):
+    """The standard basis of t's shape, stacked: shape (numel, *t.shape)."""
+    from kit._tensor import eye
+
+    n = t.numel()
+    basis = eye(n, dtype=t.dtype, device=t.device)
+    return basis.reshape((n,) + tuple(t.shape))
+
+
+def jacrev(func, argnums=0, has_aux=False):
+    """The Jacobian by reverse mode: one vjp, vmapped over the basis of the output.
+
+    >>> import kit
+    >>> from kit.func import jacrev
+    >>> jacrev(lambda x: x ** 2)(kit.tensor([1.0, 2.0]))
+    tensor([[2., 0.],
+            [0., 4.]])
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args):
+        nums = _argnums(argnums, len(args), "jacrev(f)(*args)")
+        diff = [args[n] for n in nums]
+
+        def partial(*d):
+            full = list(args)
+            for n, v in zip(nums, d, strict=True):
+                full[n] = v
+            return func(*full)
+
+        result = vjp(partial, *diff, has_aux=has_aux)
+        out, vjp_fn = result[0], result[1]
+        if not isinstance(out, Tensor):
+            raise RuntimeError("jacrev(f)(*args): f must return a single Tensor")
+        rows = vmap(vjp_fn)(_basis(out))
+        jacs = tuple(r.reshape(tuple(out.shape) + tuple(a.shape)) for r, a in zip(
+            rows, diff, strict=True))
+        jac = jacs[0] if isinstance(argnums, int) else jacs
+        return (jac, result[2]) if has_aux else jac
+
+    return wrapper
+
+
+# --- forward mode by reverse-over-reverse ---------------------------------------------------
+def _linearize(func, primals):
+    """(output, jvp_fn) where jvp_fn(*tangents) is J @ tangents (by the double-vjp trick)."""
+    out, vjp_fn = vjp(func, *primals)
+    if not isinstance(out, Tensor):
+        raise RuntimeError("jvp(f, primals, tangents): f must return a single Tensor")
+    u = out.detach() * 0  # any point works: vjp_fn is linear in its cotangent
+    _, vjp_of_vjp = vjp(vjp_fn, u)
+
+    def jvp_fn(*tangents):
+        for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+            if tuple(p.shape) != tuple(t.shape):
+                raise RuntimeError(
+                    f"jvp(f, primals, tangents): Expected primals and tangents to have the same "
+                    f"shape, but tangent {i} has {list(t.shape)} and primal {i} has "
+                    f"{list(p.shape)}"
+                )
+        return vjp_of_vjp(tuple(tangents))[0]
+
+    return out, jvp_fn
+
+
+def jvp(func, primals, tangents, has_aux=False):
+    """`(func(*primals), J @ tangents)`: a Jacobian-vector product (forward-mode result).
+
+    kit computes it by reverse-over-reverse (two vjps), not with a forward-mode engine.
+
+    >>> import kit
+    >>> from kit.func import jvp
+    >>> jvp(lambda x: x ** 2, (kit.tensor([1.0, 2.0]),), (kit.tensor([1.0, 1.0]),))
+    (tensor([1., 4.]), tensor([2., 4.]))
+    """
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to be tuples. Fix: "
+            "jvp(f, (x,), (v,))"
+        )
+    if len(primals) != len(tangents):
+        raise RuntimeError(
+            f"jvp(f, primals, tangents): Expected primals and tangents to have the same length, "
+            f"got {len(primals)} and {len(tangents)}"
+        )
+    aux = []
+
+    def plain(*args):
+        out, extra = _split_aux(func(*args), has_aux, "jvp(f, primals, tangents)")
+        aux.append(extra)
+        return out
+
+    out, jvp_fn = _linearize(plain, primals)
+    tangent_out = jvp_fn(*tangents).detach()
+    return (out, tangent_out, aux[0]) if has_aux else (out, tangent_out)
+
+
+def jacfwd(func, argnums=0, has_aux=False):
+    """The Jacobian column by column: a jvp vmapped over the basis of each input.
+
+    kit's jvp is reverse-over-reverse, so this equals jacrev up to rounding; it is here so
+    that code written for torch.func runs, and to show the forward-mode view of a Jacobian.
+
+    >>> import kit
+    >>> from kit.func import jacfwd
+    >>> jacfwd(lambda x: x.sum() * x)(kit.tensor([1.0, 2.0]))
+    tensor([[4., 1.],
+            [2., 5.]])
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args):
+        nums = _argnums(argnums, len(args), "jacfwd(f)(*args)")
+        diff = [args[n] for n in nums]
+        aux = []
+
+        def partial(*d):
+            full = list(args)
+            for n, v in zip(nums, d, strict=True):
+                full[n] = v
+            out, extra = _split_aux(func(*full), has_aux, "jacfwd(f)(*args)")
+            aux.append(extra)
+            return out
+
+        out, jvp_fn = _linearize(partial, diff)
+        jacs = []
+        for i, primal in enumerate(diff):
+            def column(v, i=i):
+                tangents = [p.detach() * 0 for p in diff]
+                tangents[i] = v
+                return jvp_fn(*tangents)
+
+            cols = vmap(column)(_basis(primal))  # (numel_i, *out.shape)
+            k = out.ndim
+            cols = cols.permute(tuple(range(1, k + 1)) + (0,)) if k else cols
+            jacs.append(cols.reshape(tuple(out.shape) + tuple(primal.shape)).detach())
+        jac = jacs[0] if isinstance(argnums, int) else tuple(jacs)
+        return (jac, aux[0]) if has_aux else jac
+
+    return wrapper
+
+
+def hessian(func, argnums=0):
+    """The Hessian of a scalar function: `jacfwd(jacrev(f))`, as torch.func.hessian.
+
+    >>> import kit
+    >>> from kit.func import hessian
+    >>> hessian(lambda x: (x ** 3).sum())(kit.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)
