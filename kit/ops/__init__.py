@@ -21,8 +21,8 @@ from kit.ops.elementwise import (
 )
 from kit.ops.linalg import dot, matmul, mm, outer
 from kit.ops.movement import (
-    broadcast_to, cat, concatenate, expand, flatten, getitem, index_put, index_put_add, permute,
-    reshape, squeeze, stack, transpose, unsqueeze,
+    broadcast_to, cat, concatenate, expand, flatten, getitem, index_put, index_put_add, movedim,
+    permute, reshape, squeeze, stack, transpose, unsqueeze,
 )
 from kit.ops.reductions import argmax, argmin, logsumexp, max, mean, min, sum
 from kit.ops.sorting import argsort, index_add, sort
@@ -32,7 +32,7 @@ __all__ = [
     "concatenate", "cos", "cross_entropy", "div", "dot", "elementwise", "eq", "exp", "expand",
     "flatten", "ge", "getitem", "gt", "index_add", "index_put", "index_put_add", "le", "linalg",
     "log", "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp",
-    "lt", "matmul", "max", "maximum", "mean", "min", "minimum", "mm", "movement", "mse_loss",
+    "lt", "matmul", "max", "maximum", "mean", "min", "minimum", "mm", "movedim", "movement", "mse_loss",
     "mul", "ne", "neg", "outer", "permute", "pow", "reductions", "relu", "reshape", "sigmoid",
     "sign", "sin", "softmax", "sort", "sorting", "sqrt", "squeeze", "stack", "sub", "sum", "tanh",
     "transpose", "unsqueeze", "where",
@@ -181,7 +181,7 @@ _METHODS = {
     "argmax": _reduction(argmax), "argmin": _reduction(argmin),
     "softmax": _softmax_method(softmax), "log_softmax": _softmax_method(log_softmax),
     # movement
-    "reshape": reshape, "view": reshape, "permute": permute, "transpose": transpose,
+    "reshape": reshape, "view": reshape, "permute": permute, "movedim": movedim, "transpose": transpose,
     "swapaxes": transpose, "unsqueeze": unsqueeze, "squeeze": squeeze, "flatten": flatten,
     "expand": expand, "broadcast_to": broadcast_to,
     "expand_as": lambda s, other: expand(s, other.shape),

@@ -87,6 +87,26 @@ def transpose(x, dim0=-2, dim1=-1):
     return permute(x, axes)
 
 
+def movedim(x, source, destination):
+    """Move dim(s) `source` to `destination` (ints or tuples), keeping the others in order.
+
+    A composite of permute, as torch.movedim: `movedim(x, 0, -1)` makes the first dim last.
+    """
+    nd = x.ndim
+    src = normalize_axis(source, nd, "movedim") if isinstance(source, int) else tuple(
+        normalize_axis((s,), nd, "movedim")[0] for s in source)
+    dst = normalize_axis(destination, nd, "movedim") if isinstance(destination, int) else tuple(
+        normalize_axis((d,), nd, "movedim")[0] for d in destination)
+    if len(src) != len(dst):
+        raise ValueError(
+            f"kit.movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+            f"contain the same number of dims as destination ({list(dst)} dims)"
+        )
+    rest = iter(i for i in range(nd) if i not in src)
+    moved = dict(zip(dst, src, strict=True))
+    return permute(x, tuple(moved[i] if i in moved else next(rest) for i in range(nd)))
+
+
 def unsqueeze(x, dim):
     if VMAP.depth:
         return VMAP.dispatch("unsqueeze", unsqueeze, x, dim)
