@@ -121,6 +121,8 @@ def __getattr__(name):
     # kit.torch never depends on it.
     if name == "func":
         return importlib.import_module("kit.torch.func")
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        return importlib.import_module("kit.torch.func").vmap
     raise AttributeError(f"module 'kit.torch' has no attribute {name!r}")
 
 
