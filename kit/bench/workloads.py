@@ -115,7 +115,7 @@ def gelu_fused(n, device):
 
 
 def gelu_composed(n, device):
-    """The same GELU composed from eight kit primitives."""
+    """The same GELU composed from nine kit primitive calls."""
     x = _tensor(device, n)
     return _no_grad(lambda: kernels.gelu_composed(x))
 

@@ -3,7 +3,7 @@
     gelu(x) = 0.5 x (1 + tanh(u)),  u = k (x + c x^3),  k = sqrt(2 / pi),  c = 0.044715
     gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2),  t = tanh(u)
 
-Composed from kit primitives the forward records eight nodes and keeps their outputs alive for
+Composed from kit primitives the forward records nine nodes and keeps their outputs alive for
 backward; the fused op records one node, saves only x and recomputes tanh(u) in backward, where
 recomputing costs less than the memory traffic of storing it. On the GPU each direction is a
 single CuPy ElementwiseKernel (one read and one write per element); on the CPU the same maths runs
