@@ -68,6 +68,20 @@ class FunctionCtx:
             self, "_versions", tuple(-1 if t is None else t._vc[0] for t in tensors)
         )
 
+    def save_for_forward(self, *tensors):
+        """Keep tensors for a `jvp` staticmethod (PyTorch's forward mode).
+
+        NOTE: kit.func.jvp / jacfwd / hessian are reverse-over-reverse: they differentiate
+        backward again and never call a Function's jvp, so nothing in kit reads these.
+        """
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    f"save_for_forward expects all arguments to be tensors; but got {i}-th "
+                    f"argument of type {type(t).__name__}"
+                )
+        object.__setattr__(self, "_saved_forward", tuple(tensors))
+
     @property
     def saved_tensors(self):
         saved = self._saved
