@@ -42,19 +42,9 @@ def test_dot_outer_mm(name, xp_device):
     compare_torch(getattr(kit, name), getattr(torch, name), a, b, device=xp_device)
 
 
-def test_matmul_mismatch_names_both_shapes_and_the_rule():
-    a, b = leaf(rand(2, 3)), leaf(rand(4, 5))
-    with pytest.raises(ValueError, match=r"kit.matmul: shapes \(2, 3\) and \(4, 5\) cannot be "
-                                         r"multiplied: the last dimension of the first \(3\) "
-                                         r"must equal the second-to-last dimension of the second "
-                                         r"\(4\)"):
-        a @ b
-    with pytest.raises(ValueError, match=r"the only dimension of the second \(4\)"):
-        kit.matmul(a, leaf(rand(4)))
-    with pytest.raises(ValueError, match="kit.matmul: both arguments need at least 1 dimension"):
-        kit.matmul(a, leaf(2.0))
+def test_matmul_refuses_python_scalars():
     with pytest.raises(TypeError, match="kit.matmul: both operands must be tensors or arrays"):
-        kit.matmul(a, 2.0)
+        kit.matmul(leaf(rand(2, 3)), 2.0)
 
 
 def test_dot_and_mm_errors():

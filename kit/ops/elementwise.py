@@ -14,6 +14,11 @@ from kit.engine import OUTPUT
 from kit.ops._record import as_dtype_of, data_of, dual, pair, record, shape_error
 from kit.ops._vmap import VMAP
 
+BROADCAST = (
+    "they cannot be broadcast together (aligned from the right, each pair of sizes must be equal "
+    "or 1). Fix: reshape or unsqueeze one of them, or reduce it first"
+)
+
 
 def _binary(op, compute, rule, saves):
     def fn(a, b):
@@ -23,7 +28,7 @@ def _binary(op, compute, rule, saves):
         try:
             out = compute(x, y)
         except ValueError:
-            raise shape_error(op, x, y, detail="they cannot be broadcast together") from None
+            raise shape_error(op, x, y, detail=BROADCAST) from None
         return record(op, rule, out, (a, b), (a, b) if saves else ())
 
     fn.__name__ = fn.__qualname__ = op
@@ -99,7 +104,7 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     try:
         out = x**y
     except ValueError:
-        raise shape_error("pow", x, y, detail="they cannot be broadcast together") from None
+        raise shape_error("pow", x, y, detail=BROADCAST) from None
     return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
 
 
@@ -150,7 +155,7 @@ def _extremum(op):
         try:
             out = xp.maximum(x, y) if op == "maximum" else xp.minimum(x, y)
         except ValueError:
-            raise shape_error(op, x, y, detail="they cannot be broadcast together") from None
+            raise shape_error(op, x, y, detail=BROADCAST) from None
         return record(op, _extremum_rule, out, (a, b), (a, b), op[:3])
 
     fn.__name__ = op
@@ -187,7 +192,7 @@ def where(condition, a, b):
     try:
         out = xp.where(cond, x, y)
     except ValueError:
-        raise shape_error("where", cond, x, y, detail="they cannot be broadcast together") from None
+        raise shape_error("where", cond, x, y, detail=BROADCAST) from None
     return record("where", _where_rule, out, (None, a, b), (cond,))
 
 
@@ -235,7 +240,7 @@ def _compare(op, compute):
         try:
             return Tensor(compute(x, y))
         except ValueError:
-            raise shape_error(op, x, y, detail="they cannot be broadcast together") from None
+            raise shape_error(op, x, y, detail=BROADCAST) from None
 
     fn.__name__ = op
     fn.__doc__ = f"Elementwise {op} comparison: a bool tensor with no gradient."
