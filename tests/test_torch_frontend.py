@@ -7,6 +7,9 @@ Behaviour tests run on kit.torch and on real PyTorch with the same code.
 
 from __future__ import annotations
 
+import pathlib
+import warnings
+
 import numpy as np
 import pytest
 from torch_oracle import libraries
@@ -240,3 +243,29 @@ def test_torch_func_is_kit_func():
     assert kit.torch.func is kit.torch.__getattr__("func")
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         kit.torch.nope  # noqa: B018
+
+
+# --- lesson 03 is PyTorch code ------------------------------------------------------------------
+
+def test_lesson_03_runs_unchanged_on_pytorch():
+    """Swap the lesson's one import for `import torch`: every cell runs and every check holds,
+    except the one marked "kit only" (a warning PyTorch does not give)."""
+    pytest.importorskip("torch")
+    nbformat = pytest.importorskip("nbformat")
+    path = pathlib.Path(__file__).parents[1] / "notebooks" / "03_custom_ops_pytorch_style.ipynb"
+    namespace = {}
+    cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    assert sum("import kit.torch as torch" in source for source in cells) == 1
+    for i, source in enumerate(cells):
+        if "kit only" in source:
+            continue
+        lines = [line for line in source.splitlines() if not line.startswith("%")]
+        program = "\n".join(lines).replace("import kit.torch as torch", "import torch")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PyTorch's own deprecation notices
+            if source.startswith("# NBVAL_RAISES_EXCEPTION"):
+                with pytest.raises(Exception):  # noqa: B017 - any error, as in kit
+                    exec(compile(program, f"lesson03-cell{i}", "exec"), namespace)
+            else:
+                exec(compile(program, f"lesson03-cell{i}", "exec"), namespace)
+    assert namespace["torch"].__name__ == "torch" and namespace["passed"] is True
