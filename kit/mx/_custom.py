@@ -126,12 +126,13 @@ def _make_prop(prop_cls, op_type, kwargs):
             signature.bind(**strings)
         except TypeError as exc:
             names = ", ".join(strings) or "..."
+            first = next(iter(strings), "scale")
             raise reported(TypeError(
                 f"{_where(op_type, 'CustomOpProp.__init__')}: {prop_cls.__name__}.__init__"
                 f"{signature} cannot accept the keyword arguments {strings} ({exc}); MXNet "
                 f"passes every extra keyword of mx.nd.Custom to the Prop, as a string, and "
                 f"would crash here. Fix: def __init__(self, {names}): and convert each value, "
-                f"e.g. self.scale = float(scale)"
+                f"e.g. self.{first} = float({first})"
             )) from None
     with _phase(op_type, "CustomOpProp.__init__"):
         prop = prop_cls(**strings)
