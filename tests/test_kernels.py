@@ -196,3 +196,55 @@ def test_gpu_kernel_refuses_mixed_devices():
     x, t = _ce_data()
     with pytest.raises(RuntimeError, match="move one explicitly"):
         fused_softmax_cross_entropy(kit.tensor(x, device="gpu"), kit.tensor(t))
+
+
+# --- the MXNet-style front end: the same kernels as registered CustomOps ---------------------
+def mx_run(mx, ctx, op_type, x, *extra, head):
+    """Output and data gradient of one mx.nd.Custom call, with head gradient `head`."""
+    data = mx.nd.array(x, ctx=ctx, dtype="float64")
+    data.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.Custom(data, *[mx.nd.array(e, ctx=ctx) for e in extra], op_type=op_type)
+    out.backward(mx.nd.array(head, ctx=ctx, dtype="float64"))
+    assert out.context == ctx and data.grad.context == ctx
+    return out.asnumpy(), data.grad.asnumpy()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_mx_custom_ops_match_the_function_path(device):
+    mx = pytest.importorskip("kit.mx")
+    import kit.kernels.mx_ops  # noqa: F401 - registers the ops
+
+    ctx = mx.gpu() if device == "gpu" else mx.cpu()
+    x, t = _ce_data(5, 4)
+    head = np.random.default_rng(1).standard_normal(5)
+
+    y, gx = mx_run(mx, ctx, "kit_fused_gelu", x, head=np.ones(x.shape))
+    ref = kit.tensor(x, requires_grad=True)
+    out = fused_gelu(ref)
+    out.sum().backward()
+    np.testing.assert_allclose(y, host(out.detach()), rtol=1e-12)
+    np.testing.assert_allclose(gx, host(ref.grad), rtol=1e-12)
+
+    # labels as MXNet users write them: float32
+    y, gx = mx_run(mx, ctx, "kit_fused_softmax_ce", x, t.astype(np.float32), head=head)
+    ref = kit.tensor(x, requires_grad=True)
+    out = fused_softmax_cross_entropy(ref, kit.tensor(t), "none")
+    (out * kit.tensor(head)).sum().backward()
+    np.testing.assert_allclose(y, host(out.detach()), rtol=1e-12)
+    np.testing.assert_allclose(gx, host(ref.grad), rtol=1e-12)
+
+
+def test_mx_custom_op_errors_name_the_op():
+    mx = pytest.importorskip("kit.mx")
+    import kit.kernels.mx_ops  # noqa: F401 - registers the ops
+
+    data = mx.nd.array(np.ones((2, 3)))
+    with pytest.raises(IndexError, match=r"kit_fused_softmax_ce.*label 3 .*valid: 0\.\.2"):
+        mx.nd.Custom(data, mx.nd.array([0, 3]), op_type="kit_fused_softmax_ce")
+    with pytest.raises(ValueError, match="not whole numbers"):
+        mx.nd.Custom(data, mx.nd.array([0, 1.5]), op_type="kit_fused_softmax_ce")
+    with pytest.raises(ValueError, match=r"data \(N, C\) and label \(N,\)"):
+        mx.nd.Custom(data, mx.nd.array([0, 1, 2]), op_type="kit_fused_softmax_ce")
+    with pytest.raises(TypeError, match="float32 and float64"):
+        mx.nd.Custom(mx.nd.array([1, 2], dtype="int32"), op_type="kit_fused_gelu")

@@ -4,6 +4,8 @@ Each op is a `kit.Function` (PyTorch-style: `FusedGELU.apply(x)`), so it records
 like any custom op; on a CuPy array it launches CUDA kernels (an ElementwiseKernel for GELU, a
 RawKernel in CUDA C for the softmax-cross-entropy forward), on a NumPy array it runs the same maths
 in NumPy. Each has a composed twin built from kit primitives, the reference it is tested against.
+`import kit.kernels.mx_ops` registers the same kernels as MXNet-style CustomOps
+("kit_fused_gelu", "kit_fused_softmax_ce") for `mx.nd.Custom`.
 
 >>> import kit
 >>> from kit.kernels import FusedGELU
