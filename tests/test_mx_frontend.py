@@ -159,6 +159,25 @@ def test_copies_and_dtype_conversion():
         x.copyto(mx.nd.zeros((3,)))
 
 
+def test_out_argument_and_elementwise_helpers():
+    x = mx.nd.array([-2.0, 0.5, 3.0])
+    y = mx.nd.zeros_like(x)
+    assert mx.nd.exp(x, out=y) is y
+    np.testing.assert_allclose(y.asnumpy(), np.exp([-2.0, 0.5, 3.0]), rtol=1e-6)
+    assert mx.nd.abs(x).asnumpy().tolist() == [2, 0.5, 3]
+    assert mx.nd.clip(x, -1, 1).asnumpy().tolist() == [-1, 0.5, 1]
+    assert mx.nd.maximum(x, 0).asnumpy().tolist() == [0, 0.5, 3]
+    assert mx.nd.minimum(x, mx.nd.ones_like(x)).asnumpy().tolist() == [-2, 0.5, 1]
+    assert mx.nd.empty((2,)).asnumpy().tolist() == [0, 0]  # zeros, never garbage
+
+
+def test_default_context_scope_places_new_arrays():
+    with mx.cpu(0):
+        assert mx.nd.zeros((1,)).context == mx.cpu()
+    with pytest.raises(TypeError, match="mx.Context"):
+        mx.nd.zeros((1,), ctx="cpu")
+
+
 # --- gradients of the operators, PyTorch as the oracle ----------------------------------------
 OPS = [
     ("square", lambda m, x: m.square(x), lambda t, x: x * x),

@@ -79,7 +79,11 @@ class CustomOpProp:
         return deps
 
     def create_operator(self, ctx, in_shapes, in_dtypes):
-        """The CustomOp that does the work, for these input shapes and dtypes (args then aux)."""
+        """The CustomOp that does the work, for these input shapes and dtypes (args then aux).
+
+        NOTE: kit passes the dtypes as NumPy types (numpy.float32); MXNet passes its integer
+        type codes, which op code rarely reads.
+        """
         return CustomOp()
 
 
