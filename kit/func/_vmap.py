@@ -8,7 +8,10 @@ the batch dimension moved to `out_dims`.
 
 from __future__ import annotations
 
+import ast
 import functools
+import linecache
+import sys
 
 from kit._tensor import Tensor
 from kit.func._batched import ACTIVE, BatchedTensor, add_level, batching, new_level, remove_level
@@ -64,13 +67,33 @@ def _name(func):
     return getattr(func, "__name__", type(func).__name__)
 
 
-def _class_error(func):
+def _class_error(func, frame):
     name = func.__name__
+    line = _corrected_line(frame, func) or f"vmap({name}.apply)"
     return TypeError(
-        f"vmap({name}): {name} is an autograd Function class; vmap needs the function that "
-        f"runs it. Write `vmap({name}.apply)` (and give {name} a setup_context staticmethod "
-        f"plus `generate_vmap_rule = True` or a vmap staticmethod)."
+        f"vmap({name}): {name} is an autograd Function class, and vmap needs the function that "
+        f"runs it, {name}.apply:\n    {line}\n{name} also needs a setup_context staticmethod "
+        f"(forward without ctx) and either `generate_vmap_rule = True` or a vmap staticmethod."
     )
+
+
+def _corrected_line(frame, cls):
+    """The caller's source line with `cls` replaced by `cls.apply` where it is passed to a call,
+    or None when the line cannot be read (a REPL) or parsed (a multi-line call)."""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return None
+    found = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for i, arg in enumerate(node.args):
+                if isinstance(arg, ast.Name) and frame.f_locals.get(
+                        arg.id, frame.f_globals.get(arg.id)) is cls:
+                    node.args[i] = ast.Attribute(arg, "apply", ast.Load())
+                    found = True
+    return ast.unparse(tree) if found else None
 
 
 def vmap(func, in_dims=0, out_dims=0):
@@ -88,7 +111,7 @@ def vmap(func, in_dims=0, out_dims=0):
     tensor([ 5., 25.])
     """
     if isinstance(func, type) and issubclass(func, Function):
-        raise _class_error(func)
+        raise _class_error(func, sys._getframe(1))
     if not callable(func):
         raise TypeError(f"vmap: expected a function, got {type(func).__name__}")
     name = _name(func)
