@@ -98,9 +98,23 @@ def test_re_registering_replaces_with_a_warning():
 
 def test_prop_init_that_cannot_take_the_kwargs():
     name = register(Square)
-    with pytest.raises(TypeError, match=f"op_type='{name}'.*cannot accept the keyword") as info:
+    with pytest.raises(TypeError, match=f"op_type='{name}'.*cannot be called with") as info:
         mx.nd.Custom(mx.nd.array([1]), op_type=name, scale=2.5)
     assert "'scale': '2.5'" in str(info.value) and "float(scale)" in str(info.value)
+
+
+def test_prop_init_missing_a_keyword():
+    class NeedsScale(mx.operator.CustomOpProp):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = float(scale)
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return Square()
+
+    mx.operator.register("misuse_needs_scale")(NeedsScale)
+    with pytest.raises(TypeError, match=r"missing a required argument: 'scale'.*scale=\.\.\."):
+        mx.nd.Custom(mx.nd.array([1]), op_type="misuse_needs_scale")
 
 
 def test_prop_init_without_super():

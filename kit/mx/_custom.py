@@ -125,14 +125,11 @@ def _make_prop(prop_cls, op_type, kwargs):
         try:
             signature.bind(**strings)
         except TypeError as exc:
-            names = ", ".join(strings) or "..."
-            first = next(iter(strings), "scale")
             raise reported(TypeError(
                 f"{_where(op_type, 'CustomOpProp.__init__')}: {prop_cls.__name__}.__init__"
-                f"{signature} cannot accept the keyword arguments {strings} ({exc}); MXNet "
-                f"passes every extra keyword of mx.nd.Custom to the Prop, as a string, and "
-                f"would crash here. Fix: def __init__(self, {names}): and convert each value, "
-                f"e.g. self.{first} = float({first})"
+                f"{signature} cannot be called with the keyword arguments {strings} ({exc}); "
+                f"MXNet passes every extra keyword of mx.nd.Custom to the Prop, as a string, "
+                f"and would crash here. Fix: {_init_fix(signature, strings, op_type)}"
             )) from None
     with _phase(op_type, "CustomOpProp.__init__"):
         prop = prop_cls(**strings)
@@ -143,6 +140,20 @@ def _make_prop(prop_cls, op_type, kwargs):
             f"loss layer that ignores the gradient from above)"
         ))
     return prop
+
+
+def _init_fix(signature, strings, op_type):
+    """How to make the Prop's __init__ and the keywords of mx.nd.Custom agree."""
+    params = signature.parameters.values()
+    missing = [p.name for p in params if p.default is p.empty
+               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in strings]
+    if missing:
+        given = ", ".join(f"{name}=..." for name in missing)
+        return f"pass them: mx.nd.Custom(x, op_type={op_type!r}, {given})"
+    names = ", ".join(strings)
+    first = next(iter(strings))
+    return (f"def __init__(self, {names}): and convert each value, e.g. "
+            f"self.{first} = float({first})")
 
 
 def _read_lists(call):
