@@ -236,6 +236,7 @@ class FunctionNode(Node):
     def release(self):
         if self.ctx._saved:
             object.__setattr__(self.ctx, "_saved", _FREED)
+            self.saved = ()  # the engine's copy for version checks: drop it too, or nothing frees
             self.outputs_data = [None] * len(self.outputs_data)
 
 
