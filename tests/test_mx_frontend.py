@@ -169,6 +169,16 @@ def test_out_argument_and_elementwise_helpers():
     assert mx.nd.maximum(x, 0).asnumpy().tolist() == [0, 0.5, 3]
     assert mx.nd.minimum(x, mx.nd.ones_like(x)).asnumpy().tolist() == [-2, 0.5, 1]
     assert mx.nd.empty((2,)).asnumpy().tolist() == [0, 0]  # zeros, never garbage
+    assert mx.nd.negative(x).asnumpy().tolist() == [2, -0.5, -3]
+    assert mx.nd.power(x, 2).asnumpy().tolist() == [4, 0.25, 9]
+    np.testing.assert_allclose(mx.nd.sin(x).asnumpy() ** 2 + mx.nd.cos(x).asnumpy() ** 2, 1,
+                               rtol=1e-6)
+    m = mx.nd.array([[1, 2], [3, 4]])
+    assert mx.nd.broadcast_mul(m, mx.nd.array([10, 100])).asnumpy().tolist() == [
+        [10, 200], [30, 400]]
+    assert mx.nd.elemwise_add(m, m).asnumpy().tolist() == [[2, 4], [6, 8]]
+    with pytest.raises(ValueError, match="do not broadcast"):
+        mx.nd.elemwise_sub(m, mx.nd.array([1, 2]))
 
 
 def test_default_context_scope_places_new_arrays():

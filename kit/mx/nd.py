@@ -20,9 +20,11 @@ from kit.mx.ndarray import NDArray, unwrap, wrap
 from kit.ops.reductions import normalize_axis
 
 __all__ = [
-    "Custom", "NDArray", "abs", "arange", "argmax", "array", "clip", "concat", "dot", "empty",
-    "exp", "expand_dims", "flatten", "full", "log", "log_softmax", "max", "maximum", "mean",
-    "min", "minimum", "one_hot", "ones", "ones_like", "relu", "reshape", "sigmoid", "softmax",
+    "Custom", "NDArray", "abs", "arange", "argmax", "array", "broadcast_add", "broadcast_div",
+    "broadcast_mul", "broadcast_sub", "clip", "concat", "cos", "dot", "elemwise_add",
+    "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten",
+    "full", "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "negative",
+    "one_hot", "ones", "ones_like", "power", "relu", "reshape", "sigmoid", "sin", "softmax",
     "softmax_cross_entropy", "sqrt", "square", "sum", "tanh", "transpose", "waitall", "zeros",
     "zeros_like",
 ]
@@ -130,6 +132,9 @@ abs = _unary("abs", ops.abs)  # noqa: A001 - MXNet's name
 relu = _unary("relu", ops.relu)
 sigmoid = _unary("sigmoid", ops.sigmoid)
 tanh = _unary("tanh", ops.tanh)
+sin = _unary("sin", ops.sin)
+cos = _unary("cos", ops.cos)
+negative = _unary("negative", ops.neg)
 square = _unary("square", lambda t: t * t)
 
 
@@ -144,6 +149,31 @@ def _binary(name, fn):
 
 maximum = _binary("maximum", ops.maximum)
 minimum = _binary("minimum", ops.minimum)
+power = _binary("power", ops.pow)
+broadcast_add = _binary("broadcast_add", ops.add)
+broadcast_sub = _binary("broadcast_sub", ops.sub)
+broadcast_mul = _binary("broadcast_mul", ops.mul)
+broadcast_div = _binary("broadcast_div", ops.div)
+
+
+def _same_shape(name, fn):
+    def op(lhs, rhs, out=None, name=None):
+        if _nd(lhs, op.__name__).shape != _nd(rhs, op.__name__).shape:
+            raise ValueError(
+                f"mx.nd.{op.__name__}: shapes {lhs.shape} and {rhs.shape} differ; elemwise ops "
+                f"do not broadcast. Fix: use mx.nd.broadcast_{op.__name__[9:]} or plain operators"
+            )
+        return _out(wrap(run(fn, lhs._t, rhs._t)), out)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise {name[9:]} of two arrays of the same shape (mx.nd.{name})."
+    return op
+
+
+elemwise_add = _same_shape("elemwise_add", ops.add)
+elemwise_sub = _same_shape("elemwise_sub", ops.sub)
+elemwise_mul = _same_shape("elemwise_mul", ops.mul)
+elemwise_div = _same_shape("elemwise_div", ops.div)
 
 
 def clip(data, a_min, a_max, out=None):
