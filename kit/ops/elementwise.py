@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from kit import backend
 from kit._tensor import Tensor, float32
 from kit.engine import OUTPUT
@@ -190,7 +192,7 @@ def where(condition, a, b):
         x, y = a, b
     xp = backend.get_array_module(cond, data_of(x), data_of(y))
     try:
-        out = xp.where(cond, x, y)
+        out = _select(xp, cond, x, y)
     except ValueError:
         raise shape_error("where", cond, x, y, detail=BROADCAST) from None
     return record("where", _where_rule, out, (None, a, b), (cond,))
@@ -199,7 +201,37 @@ def where(condition, a, b):
 def where_(cond, a, b):
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         return where(cond, a, b)
-    return backend.get_array_module(cond).where(cond, a, b)
+    return _select(backend.get_array_module(cond), cond, a, b)
+
+
+def _select(xp, cond, a, b):
+    """xp.where(cond, a, b); when one side is the number 0 (relu and its gradient), a faster
+    equivalent on NumPy arrays."""
+    if type(b) in (int, float) and b == 0:
+        kept = _keep_or_zero(cond, a)
+    elif type(a) in (int, float) and a == 0:
+        kept = _keep_or_zero(~cond, b) if type(cond) is np.ndarray else None
+    else:
+        kept = None
+    return xp.where(cond, a, b) if kept is None else kept
+
+
+def _keep_or_zero(cond, x):
+    """np.where(cond, x, 0) bit for bit (kept elements unchanged, the others +0.0), or None.
+
+    NOTE: np.where with an irregular mask is about 3x slower than masking the bits: view the
+    floats as same-size integers and AND them with 0 or -1 (all bits set).
+    """
+    if (type(x) is not np.ndarray or type(cond) is not np.ndarray or x.dtype.kind != "f"
+            or cond.dtype.kind != "b" or cond.shape != x.shape):
+        return None
+    ints = np.dtype(f"i{x.dtype.itemsize}")
+    out = np.empty_like(x)  # owns its memory (not a view), like np.where's result
+    mask = out.view(ints)
+    np.copyto(mask, cond)
+    np.negative(mask, out=mask)
+    np.bitwise_and(x.view(ints), mask, out=mask)
+    return out
 
 
 def _clamp_rule(node, g, x):
