@@ -14,6 +14,7 @@ import numpy as np
 import kit
 from kit import backend, ops
 from kit._tensor import Tensor
+from kit.mx._custom import Custom
 from kit.mx.base import run
 from kit.mx.context import Context, current_context
 from kit.mx.ndarray import NDArray, unwrap, wrap
@@ -316,19 +317,28 @@ def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):
     return NDArray(Tensor(values))
 
 
-from kit.mx._custom import Custom  # noqa: E402 - needs the functions above through NDArray
+# --- NDArray methods that are these functions ------------------------------------------------
+def _transpose_method(self, *axes):
+    """x.transpose(), x.transpose(1, 0, 2) or x.transpose((1, 0, 2))."""
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = axes[0]
+    return transpose(self, axes or None)
+
+
+def _reshape_method(self, *shape, **kwargs):
+    """x.reshape((2, 3)), x.reshape(2, 3) or x.reshape(shape=(2, 3))."""
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
+    return reshape(self, shape or kwargs.pop("shape", None), **kwargs)
 
 
 def _bind_methods():
     methods = {
         "exp": exp, "log": log, "sqrt": sqrt, "abs": abs, "relu": relu, "sigmoid": sigmoid,
-        "tanh": tanh, "square": square, "clip": clip, "sum": sum, "mean": mean, "max": max,
-        "min": min, "argmax": argmax, "transpose": lambda self, *axes: transpose(
-            self, axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes),
-        "reshape": lambda self, *shape, **kw: reshape(
-            self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else
-            (shape or kw.pop("shape", None)), **kw),
-        "expand_dims": expand_dims, "flatten": flatten, "softmax": softmax,
+        "tanh": tanh, "sin": sin, "cos": cos, "square": square, "clip": clip, "sum": sum,
+        "mean": mean, "max": max, "min": min, "argmax": argmax, "transpose": _transpose_method,
+        "reshape": _reshape_method, "expand_dims": expand_dims, "flatten": flatten,
+        "softmax": softmax,
         "log_softmax": log_softmax, "zeros_like": zeros_like, "ones_like": ones_like,
         "one_hot": one_hot, "T": property(lambda self: transpose(self)),
     }
