@@ -237,3 +237,11 @@ def test_leaf_and_constant_outputs():
     assert len(d.nodes) == 1 and d.nodes[0]["attributes"]["output"] is True
     c = kit.tensor([1.0]) * 2
     assert draw_graph(c).nodes[0]["attributes"]["requires_grad"] is False
+
+
+def test_device_is_shown(xp_device):
+    x = kit.tensor([1.0, 2.0], device=xp_device, requires_grad=True)
+    d = draw_graph((x * x).sum())
+    (leaf,) = d.find("tensor", role="leaf")
+    assert leaf["attributes"]["device"] == xp_device and f"float32 {xp_device}" in leaf["label"]
+    assert leaf["attributes"]["grad"] == [2.0, 4.0]

@@ -146,10 +146,17 @@ def _node_style(node):
             style["peripheries"] = "2"
     if "colour" in attributes:
         style["fillcolor"] = attributes["colour"]
+        if _dark(attributes["colour"]):
+            style["fontcolor"] = "white"
     if attributes.get("highlight"):
         style.update(color="#dc2626", penwidth="3")
     style["label"] = _label(node["label"])
     return style
+
+
+def _dark(colour):
+    red, green, blue = (int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.299 * red + 0.587 * green + 0.114 * blue < 0.45
 
 
 def _edge_style(edge):

@@ -195,7 +195,8 @@ class _Builder:
         if meta is not None:
             attributes["shape"], attributes["dtype"] = tuple(meta[0]), str(meta[1])
             lines.append(f"{fmt_shape(meta[0])} {meta[1]}")
-        out = node.outputs()[0]
+        alive = node.outputs()  # NOTE: weak references: intermediates may be gone, or not kept
+        out = alive[0] if alive else None
         if members is None and out is not None and out.data.size <= SMALL:
             attributes["value"] = host(out.data).tolist()
             lines.append("= " + fmt_array(out.data))
