@@ -421,3 +421,20 @@ def test_arrays_and_gradients_on_each_device(xp_device):
     np.testing.assert_allclose(x.grad.asnumpy(), [[7, 11], [9, 13]])
     assert x.as_in_context(mx.cpu()).context == mx.cpu()
     assert kit.backend.device_of(x._t.data) == xp_device
+
+
+def test_a_training_loop_updates_parameters_in_place():
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((32, 1))
+    data, target = mx.nd.array(xs), mx.nd.array(2 * xs + 1)
+    w, b = mx.nd.zeros((1, 1)), mx.nd.zeros((1,))
+    for p in (w, b):
+        p.attach_grad()
+    for _ in range(200):
+        with mx.autograd.record():
+            loss = mx.nd.mean(mx.nd.square(mx.nd.dot(data, w) + b - target))
+        loss.backward()
+        w -= 0.1 * w.grad  # outside record: a plain in-place update, as in MXNet
+        b[:] = b - 0.1 * b.grad
+    np.testing.assert_allclose([w.asscalar(), b.asscalar()], [2, 1], atol=1e-3)
+    assert w.tensor.grad_fn is None and w.tensor.requires_grad
