@@ -245,3 +245,42 @@ def test_device_is_shown(xp_device):
     (leaf,) = d.find("tensor", role="leaf")
     assert leaf["attributes"]["device"] == xp_device and f"float32 {xp_device}" in leaf["label"]
     assert leaf["attributes"]["grad"] == [2.0, 4.0]
+
+
+def test_a_real_mxnet_style_custom_op_is_drawn_with_its_front_end():
+    mx = pytest.importorskip("kit.mx")
+
+    class Triple(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], in_data[0] * 3)
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            self.assign(in_grad[0], req[0], out_grad[0] * 3)
+
+    @mx.operator.register("viz_triple")
+    class TripleProp(mx.operator.CustomOpProp):
+        def __init__(self):
+            super().__init__(need_top_grad=True)
+
+        def list_arguments(self):
+            return ["data"]
+
+        def list_outputs(self):
+            return ["output"]
+
+        def infer_shape(self, in_shape):
+            return [in_shape[0]], [in_shape[0]], []
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return Triple()
+
+    data = mx.nd.array([1.0, 2.0])
+    data.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Custom(data, op_type="viz_triple")
+    out = Scale.apply(y.tensor).sum()
+    d = draw_graph(out)
+    fronts = {n["attributes"]["op"]: n["attributes"]["frontend"] for n in d.find("custom")}
+    assert fronts["Scale"] == "PyTorch-style"
+    assert [f for op, f in fronts.items() if op != "Scale"] == ["MXNet-style"]
+    assert d.find("tensor", role="leaf")[0]["attributes"]["grad"] == [9.0, 9.0]
