@@ -223,8 +223,8 @@ def _keep_or_zero(cond, x):
     floats as same-size integers and AND them with 0 or -1 (all bits set).
     """
     if (type(x) is not np.ndarray or type(cond) is not np.ndarray or x.dtype.kind != "f"
-            or cond.dtype.kind != "b" or cond.shape != x.shape):
-        return None
+            or cond.dtype.kind != "b" or cond.shape != x.shape or x.size < 2048):
+        return None  # below ~2,000 elements np.where's lower call overhead wins
     ints = np.dtype(f"i{x.dtype.itemsize}")
     out = np.empty_like(x)  # owns its memory (not a view), like np.where's result
     mask = out.view(ints)
