@@ -223,6 +223,24 @@ def _collect(roots):
     return deps
 
 
+def _needed(nodes, capture):
+    """The nodes `kit.grad` must run: those with a path down to a captured output. As in PyTorch,
+    the rest of the graph is neither run nor freed (a later backward can still use it)."""
+    consumers = {}
+    for node in nodes:
+        for edge in node.next_functions:
+            if edge is not None:
+                consumers.setdefault(edge[0], []).append(node)
+    needed = set()
+    stack = [node for node, _ in capture]
+    while stack:
+        for consumer in consumers.get(stack.pop(), ()):
+            if consumer not in needed:
+                needed.add(consumer)
+                stack.append(consumer)
+    return needed
+
+
 def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capture=None):
     """Send `root_grads` backward from `roots`, a list of (node, output index) pairs.
 
@@ -236,6 +254,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     for (node, index), g in zip(roots, root_grads):
         _add(buffers, node, index, g)
     captured = [None] * len(capture) if capture is not None else None
+    needed = _needed(deps, capture) if capture is not None else None
     # Arrays already stored in some .grad: a second leaf receiving the same array gets a copy.
     owned = {id(g.base if g.base is not None else g) for g in root_grads
              if not differentiable and g is not None}
@@ -266,7 +285,9 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                     continue
             if is_leaf:
                 continue
-            if grads is None or (grads[0] is None and all(g is None for g in grads)):
+            if grads is None or (grads[0] is None and all(g is None for g in grads)) or (
+                needed is not None and node not in needed
+            ):
                 in_grads = ()  # nothing flows through this node, but its inputs still wait on it
             else:
                 in_grads = node.apply(grads, differentiable)

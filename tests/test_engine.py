@@ -256,6 +256,20 @@ def test_grad_with_grad_outputs_and_non_leaf_inputs():
     np.testing.assert_array_equal(host(g), [18.0 + 3.0, 36.0 + 3.0])
 
 
+def test_grad_runs_only_the_part_of_the_graph_it_needs():
+    """As in PyTorch: kit.grad w.r.t. an intermediate neither runs nor frees what lies below it,
+    so a later backward through that part still works."""
+    x = leaf([1.0, 2.0])
+    h = x * x  # saves x: a second run would need retain_graph
+    (gh,) = kit.grad((h * 3).sum(), h)
+    np.testing.assert_array_equal(host(gh), [3.0, 3.0])
+    assert not h.grad_fn.released() and x.grad is None
+    (gy,) = kit.grad(h, h, kit.tensor(np.array([1.0, 5.0])))
+    np.testing.assert_array_equal(host(gy), [1.0, 5.0])
+    h.sum().backward()
+    np.testing.assert_array_equal(host(x.grad), [2.0, 4.0])
+
+
 def test_grad_allow_unused_and_materialize():
     x, unused = leaf([1.0]), leaf([2.0])
     with pytest.raises(RuntimeError, match=r"input 1, shape \[1\]\) appears to not have been "
