@@ -1,5 +1,8 @@
 """kit.viz graph drawing: the graph as data, gradients on it, custom ops, deep chains, SVG/PNG."""
 
+import doctest
+import importlib
+
 import numpy as np
 import pytest
 
@@ -284,3 +287,10 @@ def test_a_real_mxnet_style_custom_op_is_drawn_with_its_front_end():
     assert fronts["Scale"] == "PyTorch-style"
     assert [f for op, f in fronts.items() if op != "Scale"] == ["MXNet-style"]
     assert d.find("tensor", role="leaf")[0]["attributes"]["grad"] == [9.0, 9.0]
+
+
+@pytest.mark.parametrize("module", ["_style", "_trace", "drawing", "flow", "gradcheck_view",
+                                    "graph", "widgets"])
+def test_docstring_examples_of_kit_viz_run(module):
+    result = doctest.testmod(importlib.import_module(f"kit.viz.{module}"))
+    assert result.attempted > 0 and result.failed == 0

@@ -76,6 +76,9 @@ def plot_grad_norms(params, vanishing=VANISHING, exploding=EXPLODING, title=None
 
     `params` is a dict name -> Tensor, a list of Tensors, a module, or already a dict of norms.
     `.data`: {"names", "norms", "vanishing" (names below the threshold), "exploding"}.
+
+    >>> plot_grad_norms({"W0": 1e-7, "W1": 0.5, "W2": 1e4}).data["vanishing"]
+    ['W0']
     """
     if isinstance(params, dict) and all(v is None or isinstance(v, float)
                                         for v in params.values()):
@@ -133,6 +136,14 @@ def plot_grad_history(history, vanishing=VANISHING, exploding=EXPLODING, title=N
 
     `.data`: {"steps", "norms" ({name: [norm per step]}), "vanishing", "exploding" (names whose
     last norm is past the threshold)}.
+
+    >>> import kit
+    >>> w = kit.tensor([1.0], requires_grad=True)
+    >>> history = GradHistory({"w": w})
+    >>> (w * 1e4).sum().backward()
+    >>> history.record()
+    >>> plot_grad_history(history).data["exploding"]
+    ['w']
     """
     figure = new_figure()
     ax = figure.add_subplot()
@@ -159,6 +170,12 @@ def plot_grad_histograms(params, bins=40, vanishing=VANISHING, exploding=EXPLODI
 
     `.data`: {"names", "edges" (log10 bin edges, shared), "counts" ({name: counts}),
     "zeros" ({name: number of exact zeros, which a log axis cannot show})}.
+
+    >>> import kit
+    >>> w = kit.tensor([1.0, -2.0, 0.0], requires_grad=True)
+    >>> kit.relu(w).sum().backward()
+    >>> plot_grad_histograms({"w": w}).data["zeros"]
+    {'w': 2}
     """
     pairs = [(name, t) for name, t in named_parameters(params) if t.grad is not None]
     if not pairs:

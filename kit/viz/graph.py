@@ -40,6 +40,12 @@ def graph_data(outputs, *, show_grad=True, color_by_grad=False, show_saved=False
     Each node is {"id", "kind", "label", "attributes"}; each edge is {"id", "kind", "source",
     "target", "label", "attributes"}, pointing the way data flows (input to consumer).
     See `draw_graph` for the options.
+
+    >>> import kit
+    >>> x = kit.tensor(2.0, requires_grad=True)
+    >>> nodes, edges = graph_data([x * x])
+    >>> [(n["kind"], n["label"].split()[0]) for n in nodes], len(edges)
+    ([('tensor', 'output'), ('op', 'mul'), ('tensor', 'leaf')], 3)
     """
     outputs = list(outputs)
     check_outputs(outputs, "draw_graph")
