@@ -234,10 +234,15 @@ def test_bad_input_errors():
         draw_graph()
 
 
-def test_leaf_and_constant_outputs():
+def test_leaf_and_constant_outputs_and_show_grad_off():
     x = kit.tensor([1.0], requires_grad=True)
     d = draw_graph(x)
     assert len(d.nodes) == 1 and d.nodes[0]["attributes"]["output"] is True
+    (x * 2).sum().backward()
+    assert draw_graph(x).nodes[0]["attributes"]["grad"] == [2.0]
+    assert "grad" not in draw_graph(x, show_grad=False).nodes[0]["attributes"]
+    y = (x * 3).sum()
+    assert all("grad_norm" not in n["attributes"] for n in draw_graph(y, show_grad=False).nodes)
     c = kit.tensor([1.0]) * 2
     assert draw_graph(c).nodes[0]["attributes"]["requires_grad"] is False
 

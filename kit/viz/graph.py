@@ -51,7 +51,7 @@ def graph_data(outputs, *, show_grad=True, color_by_grad=False, show_saved=False
     check_outputs(outputs, "draw_graph")
     if not outputs:
         raise TypeError("kit.viz.draw_graph: pass at least one Tensor, e.g. draw_graph(loss)")
-    builder = _Builder(params, color_by_grad, vanishing, exploding, highlight)
+    builder = _Builder(params, color_by_grad, vanishing, exploding, highlight, show_grad)
     roots = [out.grad_fn for out in outputs if out.grad_fn is not None]
     order, consumers = graph_nodes(roots)
     if show_grad:
@@ -110,13 +110,14 @@ def _chains(order, consumers, roots, min_length):
 class _Builder:
     """Accumulates the node and edge dicts; one per `graph_data` call."""
 
-    def __init__(self, params, color_by_grad, vanishing, exploding, highlight):
+    def __init__(self, params, color_by_grad, vanishing, exploding, highlight, show_grad):
         self.names = {id(t): name for name, t in (params or {}).items()}
         self.color_by_grad = color_by_grad
         self.vanishing, self.exploding = vanishing, exploding
         # by id: a Tensor's == is elementwise, so Tensors cannot go in a set
         self.highlight = {id(h.grad_fn) if isinstance(h, Tensor) and h.grad_fn is not None
                           else id(h) for h in highlight}
+        self.show_grad = show_grad
         self.flow = {}  # None when the graph was released: fall back on the leaves' .grad
         self.nodes, self.edges = [], []
         self.ids = {}  # engine node (or chain head) -> drawn node id
@@ -169,8 +170,9 @@ class _Builder:
         for out in outputs:
             if out.grad_fn is None:
                 role = "parameter" if id(out) in self.names else "leaf"
-                grad = out.grad.data if out.grad is not None else None
-                node_id = self._tensor(out, role, output=True, grad=grad)
+                shown = self.show_grad and out.grad is not None
+                node_id = self._tensor(out, role, output=True,
+                                       grad=out.grad.data if shown else None)
                 self.ids[("leaf", id(out))] = node_id
             else:
                 grad = self._received(out.grad_fn, output_index(out))
