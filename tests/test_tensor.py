@@ -201,6 +201,17 @@ def test_recorded_in_place_ops_give_the_right_gradient():
     np.testing.assert_array_equal(host(x.grad), [1.0 + 2.0 + 3.0, 0.0])
 
 
+@pytest.mark.parametrize("recorded", [False, True])
+def test_in_place_cannot_change_the_shape(recorded):
+    target = leaf([1.0, 2.0, 3.0]) * 1 if recorded else kit.tensor(np.ones(3))
+    with pytest.raises(RuntimeError, match=r"kit.__iadd__: an in-place op cannot change the shape "
+                                           r"of the tensor it writes into: shapes \[3\] and "
+                                           r"\[2, 3\] do not broadcast to \[3\]. Fix: use the "
+                                           r"out-of-place form"):
+        target += kit.tensor(np.ones((2, 3)))
+    assert target.shape == (3,) and target._version == 0
+
+
 def test_in_place_dtype_errors():
     i = kit.tensor([1, 2])
     with pytest.raises(TypeError, match="kit.__iadd__: Cannot cast ufunc 'add' output"):

@@ -74,6 +74,14 @@ def _rebase(t, result):
     return t
 
 
+def _shape_error(name, t, other_shape):
+    return RuntimeError(
+        f"kit.{name}: an in-place op cannot change the shape of the tensor it writes into: "
+        f"shapes {list(t.shape)} and {list(other_shape)} do not broadcast to {list(t.shape)}. "
+        f"Fix: use the out-of-place form (x = x + y)"
+    )
+
+
 def _inplace(name, op, fast=None):
     """An in-place method: fast NumPy in-place update when nothing records, else rebase."""
 
@@ -85,11 +93,16 @@ def _inplace(name, op, fast=None):
                     self.data = fast(self.data, value)
                 except TypeError as exc:  # NumPy's casting error, e.g. int tensor += float
                     raise TypeError(f"kit.{name}: {exc}") from None
+                except ValueError:  # NumPy's "non-broadcastable output operand"
+                    raise _shape_error(name, self, getattr(value, "shape", ())) from None
             else:
                 self.data[...] = op(Tensor(self.data), other, *args, **kwargs).data
             self._vc[0] += 1
             return self
-        return _rebase(self, op(_alias(self), other, *args, **kwargs))
+        result = op(_alias(self), other, *args, **kwargs)
+        if result.shape != self.shape:
+            raise _shape_error(name, self, getattr(other, "shape", ()))
+        return _rebase(self, result)
 
     method.__name__ = name
     return method
