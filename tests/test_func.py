@@ -255,3 +255,115 @@ def test_function_without_setup_context_under_any_transform(transform):
                        "setup_context staticmethod"):
         fn(x)
     assert _Combined.apply(x).tolist() == [2.0, 4.0]  # outside transforms the form is fine
+
+
+# --- custom Functions under vmap --------------------------------------------------------------
+class _Add(kit.Function):
+    """Seed 001's MyFunction, corrected: separate form, setup_context, a generated vmap rule."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(a, b):
+        return a + b
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output, grad_output
+
+
+def test_seed_001_vmap_example_corrected_runs_and_backpropagates():
+    x = kit.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = kit.tensor([2.0, 3.0, 4.0], requires_grad=True)
+    z = vmap(_Add.apply)(x, y)
+    assert z.tolist() == [3.0, 5.0, 7.0]
+    z.sum().backward()  # seed 001's z.backward() needs a scalar
+    assert x.grad.tolist() == [1.0, 1.0, 1.0] and y.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_vmap_of_the_function_class_shows_the_corrected_line():
+    with pytest.raises(TypeError, match=r"vmapped = vmap\(_Add\.apply\)"):
+        vmapped = vmap(_Add)  # noqa: F841 - the line the error rewrites
+
+
+class _ReLU(kit.Function):
+    """Seed 001's ReluFunction in the separate form; its backward uses setitem on a clone."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(input):  # noqa: A002 - the seed's name
+        return input.clamp(min=0)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input = ctx.saved_tensors[0]  # noqa: A001
+        grad_input = grad_output.clone()
+        grad_input[input < 0] = 0
+        return grad_input
+
+
+def test_generated_rule_runs_forward_and_backward_on_batched_tensors():
+    xs = kit.tensor([[-1.0, 0.0, 2.0], [3.0, -2.0, 0.5]])
+    assert vmap(_ReLU.apply)(xs).tolist() == [[0.0, 0.0, 2.0], [3.0, 0.0, 0.5]]
+    per_sample = vmap(grad(lambda x: (_ReLU.apply(x) * x).sum()))(xs)
+    assert per_sample.tolist() == [[0.0, 0.0, 4.0], [6.0, 0.0, 1.0]]
+    weights = kit.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    _, vjp_fn = kit.func.vjp(vmap(_ReLU.apply), xs)
+    assert vjp_fn(weights)[0].tolist() == [[0.0, 2.0, 3.0], [4.0, 0.0, 6.0]]
+
+
+def _variant(name, **attrs):
+    body = {"forward": staticmethod(lambda x: x * 2),
+            "setup_context": staticmethod(lambda ctx, inputs, output: None),
+            "backward": staticmethod(lambda ctx, g: g * 2)}
+    body.update(attrs)
+    return type(name, (kit.Function,), body)
+
+
+def test_vmap_needs_exactly_one_rule():
+    neither = _variant("Neither")
+    both = _variant("Both", generate_vmap_rule=True,
+                    vmap=staticmethod(lambda info, in_dims, x: (x * 2, in_dims[0])))
+    with pytest.raises(RuntimeError, match="You tried to vmap over Neither, but it does not have "
+                       "vmap support. Please override and implement the vmap staticmethod or "
+                       "set generate_vmap_rule=True"):
+        vmap(neither.apply)(kit.tensor([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="You tried to vmap over Both, but it has both "
+                       "generate_vmap_rule=True and an overridden vmap staticmethod"):
+        vmap(both.apply)(kit.tensor([1.0, 2.0]))
+
+
+def test_vmap_staticmethod_gets_batch_size_and_in_dims():
+    seen = []
+
+    def rule(info, in_dims, x, k):
+        seen.append((info.batch_size, in_dims))
+        return Scale.apply(x, k), in_dims[0]
+
+    Scale = _variant("Scale", forward=staticmethod(lambda x, k: x * k),
+                     backward=staticmethod(lambda ctx, g: (g * 2, None)), vmap=staticmethod(rule))
+    out = vmap(Scale.apply, in_dims=(1, None))(kit.tensor([[1.0, 2.0, 3.0]]), 2.0)
+    assert out.tolist() == [[2.0], [4.0], [6.0]] and seen == [(3, (0, None))]
+    bad = _variant("Bad", vmap=staticmethod(lambda info, in_dims, x: x))
+    with pytest.raises(RuntimeError, match=r"Bad.vmap must return a tuple \(output, out_dims\)"):
+        vmap(bad.apply)(kit.tensor([1.0]))
+
+
+def test_numpy_inside_a_generated_rule_is_explained():
+    numpy_fn = _variant("NumpyDouble", generate_vmap_rule=True,
+                        forward=staticmethod(lambda x: kit.tensor(x.numpy() * 2)))
+    with pytest.raises(RuntimeError) as info:
+        vmap(numpy_fn.apply)(kit.tensor([[1.0, 2.0]]))
+    message = str(info.value)
+    assert "NumpyDouble.forward under vmap with generate_vmap_rule=True" in message
+    assert "Cannot access data pointer" in message and "vmap staticmethod" in message
+    assert numpy_fn.apply(kit.tensor([1.0])).tolist() == [2.0]  # fine outside vmap
