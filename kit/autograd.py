@@ -49,7 +49,10 @@ def _root_grads(outputs, grad_outputs, create_graph, who):
                     f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
                     f"output[{i}] has a shape of {list(out.shape)}"
                 )
-            if backend.device_of(getattr(g, "data", g)) != backend.device_of(out.data):
+            # NOTE: not getattr(g, "data", g): a CuPy array's .data is its memory pointer
+            if backend.device_of(g.data if isinstance(g, Tensor) else g) != backend.device_of(
+                out.data
+            ):
                 raise RuntimeError(
                     f"{who}: grad_output[{i}] is on a different device than output[{i}]"
                 )
