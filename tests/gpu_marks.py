@@ -8,8 +8,9 @@ from kit import backend
 _REASON = f"no usable GPU: {backend.gpu_unavailable_reason()}"
 needs_gpu = pytest.mark.skipif(not backend.gpu_available(), reason=_REASON)
 
-# Device parameters for tests that run on both: "gpu" carries both marks.
-DEVICES = ["cpu", pytest.param("gpu", marks=[pytest.mark.gpu, needs_gpu])]
+# The "gpu" parameter of a test that runs on several devices carries both marks.
+GPU_PARAM = pytest.param("gpu", marks=[pytest.mark.gpu, needs_gpu])
+DEVICES = ["cpu", GPU_PARAM]
 
 
 def gpu_test(fn):

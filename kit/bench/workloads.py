@@ -1,9 +1,10 @@
 """The standard workloads of `python -m kit.bench`.
 
 Each workload builds its data once for a (size, device) pair and returns the zero-argument call to
-time. Sizes are elements for elementwise work, the matrix side for matmul and the batch for the
-MLP and the loss. The sweep covers what the GPU targets need: kit's matmul and raw CuPy at 4096, the
-fused op and a device copy at 2**26 elements, and the MLP at batch 4096 on both devices.
+time; the call returns its result (a Tensor or an array), so tests can check where it ran. Sizes
+are elements for elementwise work, the matrix side for matmul and the batch for the MLP and the
+loss. The sweep covers what the GPU targets need: kit's matmul and raw CuPy at 4096, the fused op
+and a device copy at 2**26 elements, and the MLP at batch 4096 on both devices.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def _array(device, *shape, seed=0):
 
 
 def _tensor(device, *shape, seed=0, requires_grad=False):
-    return kit.tensor(_array(device, *shape, seed=seed), requires_grad=requires_grad)
+    # NOTE: device= is what places a Tensor; kit.tensor(gpu_array) without it copies to the CPU
+    return kit.tensor(_host_data(*shape, seed=seed), device=device, requires_grad=requires_grad)
 
 
 def _no_grad(fn):
@@ -102,7 +104,9 @@ def mlp(batch, device):
             h = h @ params[i] + params[i + 1]
             if i + 2 < len(params):
                 h = kit.relu(h)
-        kit.cross_entropy(h, y).backward()
+        loss = kit.cross_entropy(h, y)
+        loss.backward()
+        return loss
 
     step.params = params  # for tests: the gradients a step leaves behind
     return step
@@ -124,8 +128,12 @@ def device_copy(n, device):
     """A plain copy of n float32 elements on the device: the memory-bandwidth bar."""
     src, dst = _array(device, n), _array(device, n, seed=1)
     if backend.device_of(src) == "gpu":
-        return lambda: dst.data.copy_from_device_async(src.data, src.nbytes)  # cudaMemcpyAsync
-    return lambda: np.copyto(dst, src)
+        def copy():
+            dst.data.copy_from_device_async(src.data, src.nbytes)  # cudaMemcpyAsync
+            return dst
+
+        return copy
+    return lambda: np.copyto(dst, src) or dst
 
 
 def _softmax_ce(loss_fn):
@@ -135,7 +143,9 @@ def _softmax_ce(loss_fn):
 
         def step():
             x.grad = None
-            loss_fn(x, t).backward()
+            loss = loss_fn(x, t)
+            loss.backward()
+            return loss
 
         return step
 
