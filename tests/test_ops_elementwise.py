@@ -150,6 +150,16 @@ def test_pow_exponent_gradient_is_zero_for_nonpositive_base():
     np.testing.assert_allclose(host(a.grad), [-4.0, 0.0, 6.0])
 
 
+def test_pow_with_exponent_zero_has_zero_gradient_at_zero():
+    """A polynomial's constant term x**0 must not make the gradient nan at x = 0."""
+    x = leaf([0.0, 1.0])
+    coefficients = [3.0, 2.0, 1.0]
+    sum(c * x ** k for k, c in enumerate(coefficients)).sum().backward()
+    np.testing.assert_array_equal(host(x.grad), [2.0, 4.0])
+    compare_torch(lambda a, b: a ** b, lambda a, b: a ** b, np.array([0.0, 0.0, 2.0]),
+                  np.array([0.0, 2.0, 0.0]))
+
+
 def test_pow_scalar_base_gradient():
     b = leaf([0.5, 2.0])
     (2.0 ** b).sum().backward()

@@ -86,7 +86,16 @@ div = _binary("div", _true_divide, _div_rule, True)
 
 def _pow_rule(node, g, a, b, y):
     need = node.next_functions
-    ga = g * b * a ** (b - 1) if need[0] else None
+    ga = None
+    if need[0]:
+        # NOTE: where b == 0 the derivative is 0, as in PyTorch (not 0 * 0**-1 = nan at a = 0).
+        if not hasattr(b, "shape"):
+            ga = g * 0 if b == 0 else g * b * a ** (b - 1)
+        else:
+            ga = g * b * a ** (b - 1)
+            zero = data_of(b) == 0
+            if zero.any():
+                ga = where_(zero, 0, ga)
     gb = None
     if need[1]:
         # NOTE: d(a**b)/db = a**b * log(a); where a <= 0 PyTorch defines it as 0, not nan.
