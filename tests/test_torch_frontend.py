@@ -197,9 +197,14 @@ def test_in_place_methods(torch):
     w = torch.tensor([1.0, 2.0], requires_grad=True)
     (w * w).sum().backward()
     with torch.no_grad():
-        w -= 0.5 * w.grad
+        w.add_(w.grad, alpha=-0.5)  # the SGD step of lesson code
     w.grad.zero_()
     assert w.tolist() == [0.0, 0.0] and w.grad.tolist() == [0.0, 0.0]
+    v = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = v.clone()
+    y.sub_(v, alpha=3)  # recorded: y = v - 3 v
+    torch.add(y, v, alpha=10).sum().backward()
+    assert y.tolist() == [-2.0, -4.0] and v.grad.tolist() == [8.0, 8.0]
 
 
 @pytest.mark.parametrize("torch", libraries())

@@ -165,6 +165,20 @@ def _softmax_method(fn):
     return method
 
 
+def _with_alpha(op):
+    """PyTorch's `x.add(y, alpha=a)`, x + a * y; the scaling is an op, so it is differentiable."""
+
+    def method(self, other, alpha=1):
+        return op(self, other if alpha == 1 else mul(other, alpha))
+
+    method.__name__ = op.__name__
+    return method
+
+
+_add_alpha = _with_alpha(add)
+_sub_alpha = _with_alpha(sub)
+
+
 def _clone(self):
     """A copy that stays in the graph (gradients flow back to the original)."""
     return self * 1 if self.requires_grad and STATE.enabled else Tensor(self.data.copy())
@@ -172,8 +186,8 @@ def _clone(self):
 
 _METHODS = {
     # arithmetic
-    "__add__": add, "__radd__": lambda s, o: add(o, s), "add": add,
-    "__sub__": sub, "__rsub__": lambda s, o: sub(o, s), "sub": sub,
+    "__add__": add, "__radd__": lambda s, o: add(o, s), "add": _add_alpha,
+    "__sub__": sub, "__rsub__": lambda s, o: sub(o, s), "sub": _sub_alpha,
     "__mul__": mul, "__rmul__": lambda s, o: mul(o, s), "mul": mul,
     "__truediv__": div, "__rtruediv__": lambda s, o: div(o, s), "div": div,
     "__pow__": pow, "__rpow__": lambda s, o: pow(o, s), "pow": pow,
@@ -210,8 +224,8 @@ _METHODS = {
     "__isub__": _inplace("__isub__", sub, operator.isub),
     "__imul__": _inplace("__imul__", mul, operator.imul),
     "__itruediv__": _inplace("__itruediv__", div, operator.itruediv),
-    "add_": _inplace("add_", add, operator.iadd),
-    "sub_": _inplace("sub_", sub, operator.isub),
+    "add_": _inplace("add_", _add_alpha, operator.iadd),
+    "sub_": _inplace("sub_", _sub_alpha, operator.isub),
     "mul_": _inplace("mul_", mul, operator.imul),
     "div_": _inplace("div_", div, operator.itruediv),
     "fill_": _inplace("fill_", _fill_op),

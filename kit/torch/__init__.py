@@ -38,7 +38,6 @@ from kit.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enable
 from kit.ops.composite import log_softmax, relu, softmax
 from kit.ops.elementwise import (
     abs,
-    add,
     clamp,
     cos,
     div,
@@ -59,7 +58,6 @@ from kit.ops.elementwise import (
     sign,
     sin,
     sqrt,
-    sub,
     tanh,
     where,
 )
@@ -94,6 +92,7 @@ from kit.torch._dtypes import (
     uint8,
 )
 from kit.torch._functions import (
+    add,
     allclose,
     argmax,
     argmin,
@@ -110,6 +109,7 @@ from kit.torch._functions import (
     numel,
     sort,
     stack,
+    sub,
     sum,
 )
 

@@ -11,6 +11,21 @@ import kit
 from kit import Tensor
 
 
+def add(input, other, alpha=1):  # noqa: A002
+    """`input + alpha * other`, as torch.add.
+
+    >>> import kit.torch as torch
+    >>> torch.add(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]), alpha=10)
+    tensor([11., 12.])
+    """
+    return kit.add(input, other if alpha == 1 else kit.mul(other, alpha))
+
+
+def sub(input, other, alpha=1):  # noqa: A002
+    """`input - alpha * other`, as torch.sub."""
+    return kit.sub(input, other if alpha == 1 else kit.mul(other, alpha))
+
+
 def sum(input, dim=None, keepdim=False):  # noqa: A001, A002 - PyTorch's names
     """`torch.sum(x)` or `torch.sum(x, dim, keepdim=False)`.
 
