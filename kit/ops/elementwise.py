@@ -26,7 +26,13 @@ def _binary(op, compute, rule, saves):
     def fn(a, b):
         if VMAP.depth:
             return VMAP.dispatch(op, fn, a, b)
-        a, b, x, y = pair(a, b, op)
+        # NOTE: the common case first (two Tensors, same device and dtype), then the general one.
+        if isinstance(a, Tensor) and isinstance(b, Tensor):
+            x, y = a.data, b.data
+            if type(x) is not type(y) or x.dtype is not y.dtype:
+                a, b, x, y = pair(a, b, op)
+        else:
+            a, b, x, y = pair(a, b, op)
         try:
             out = compute(x, y)
         except ValueError:
@@ -39,15 +45,16 @@ def _binary(op, compute, rule, saves):
 
 
 def _unary(op, compute, rule, save):
+    saves_output = (OUTPUT,) if save == "y" else ()
+
     def fn(x):
         if VMAP.depth:
             return VMAP.dispatch(op, fn, x)
         if not isinstance(x, Tensor):
             raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
         d = x.data
-        out = compute(backend.get_array_module(d), d)
-        saved = (x,) if save == "x" else (OUTPUT,) if save == "y" else ()
-        return record(op, rule, out, (x,), saved)
+        out = compute(np if type(d) is np.ndarray else backend.get_array_module(d), d)
+        return record(op, rule, out, (x,), (x,) if save == "x" else saves_output)
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op}."
