@@ -41,6 +41,13 @@ def _host(value):
     return value
 
 
+def _index(key):
+    """An index for a fake array: like CuPy, NumPy arrays and lists in it are accepted."""
+    if isinstance(key, tuple):
+        return tuple(_index(k) for k in key)
+    return key.view(np.ndarray) if isinstance(key, ndarray) else key
+
+
 class ndarray(np.ndarray):  # noqa: N801 - CuPy's name
     """A fake device array."""
 
@@ -55,10 +62,10 @@ class ndarray(np.ndarray):  # noqa: N801 - CuPy's name
         return _wrap(func(*_host(args), **{k: _host(v) for k, v in kwargs.items()}))
 
     def __getitem__(self, key):
-        return _wrap(self.view(np.ndarray)[_host(key)])
+        return _wrap(self.view(np.ndarray)[_index(key)])
 
     def __setitem__(self, key, value):
-        self.view(np.ndarray)[_host(key)] = _host(value)
+        self.view(np.ndarray)[_index(key)] = _host(value)
 
     def argmax(self, *args, **kwargs):  # CuPy gives 0-d arrays where NumPy gives scalars
         return _wrap(self.view(np.ndarray).argmax(*args, **kwargs))
@@ -127,7 +134,7 @@ def _module():
 
         if isinstance(fn, np.ufunc):  # CuPy's ufuncs have .at (scatter), as kit's indexing uses
             call.at = lambda a, index, values=None: fn.at(
-                _host(a), _host(index), *(() if values is None else (_host(values),)))
+                _host(a), _index(index), *(() if values is None else (_host(values),)))
         return call
 
     cupy.array, cupy.asarray = array, asarray
