@@ -154,6 +154,20 @@ class FunctionNode(Node):
     def name(self) -> str:
         return f"{self.function.__name__}Backward"
 
+    @property
+    def saved_tensors(self):
+        """PyTorch's `y.grad_fn.saved_tensors`: what forward saved (an error once freed)."""
+        return self.ctx.saved_tensors
+
+    def __getattr__(self, name):
+        # PyTorch's grad_fn of a custom Function is its ctx: `y.grad_fn.k` reads ctx.k.
+        try:
+            return getattr(object.__getattribute__(self, "ctx"), name)
+        except AttributeError:
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}"
+            ) from None
+
     def saved_values(self):
         saved = self.ctx._saved
         return () if saved is _FREED else tuple(self.unpack(v) for v in saved)

@@ -189,6 +189,44 @@ def test_saved_tensors_are_freed_after_backward(torch):
         y.backward()
 
 
+def test_grad_fn_is_the_ctx(torch):
+    """`y.grad_fn` of a custom Function exposes ctx: saved tensors and attributes."""
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        ctx.k = 3
+        return y
+
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+    y = function(torch, forward, backward).apply(vec(torch))
+    (saved,) = y.grad_fn.saved_tensors
+    assert torch.equal(saved, y) and y.grad_fn.k == 3
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="directly access saved tensors after they have already "
+                                           "been freed"):
+        y.grad_fn.saved_tensors  # noqa: B018
+    with pytest.raises(AttributeError):
+        y.grad_fn.no_such_attribute  # noqa: B018
+
+
+def test_vjp_instead_of_backward(torch):
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 2
+
+    x = vec(torch)
+    Double.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_second_backward_with_nothing_saved_succeeds(torch):
     x = vec(torch)
     y = (x + 1).sum()
