@@ -137,13 +137,21 @@ def test_unsupported_dtype():
     (lambda x: x.sum(2), "sum"), (lambda x: x.mean(-3), "mean"), (lambda x: x.max(5), "max"),
     (lambda x: x.logsumexp(2), "logsumexp"), (lambda x: x.softmax(2), "logsumexp"),
     (lambda x: kit.cat([x, x], 2), "cat"), (lambda x: x.squeeze(2), "squeeze"),
-    (lambda x: x.sort(2), "sort"),
-], ids=["sum", "mean", "max", "logsumexp", "softmax", "cat", "squeeze", "sort"])
+    (lambda x: x.sort(2), "sort"), (lambda x: x.flatten(0, 2), "flatten"),
+], ids=["sum", "mean", "max", "logsumexp", "softmax", "cat", "squeeze", "sort", "flatten"])
 def test_bad_axis_names_the_op_and_the_valid_range(call, op):
     with pytest.raises(IndexError, match=rf"kit\.{op}: dimension -?\d is out of range for a "
                                          rf"tensor with 2 dimensions \(expected to be in range "
                                          rf"\[-2, 1\]\)"):
         call(leaf(rand(2, 3)))
+
+
+def test_flatten_and_stack_axis_errors():
+    with pytest.raises(ValueError, match="kit.flatten: start_dim 1 comes after end_dim 0"):
+        leaf(rand(2, 3)).flatten(1, 0)
+    x = leaf(rand(2, 3))  # stacking two makes 3 dimensions: the new axis is in [-3, 2]
+    with pytest.raises(IndexError, match=r"kit.stack: dimension -4 is out of range .*\[-3, 2\]"):
+        kit.stack([x, x], -4)
 
 
 def test_reshape_to_the_wrong_size_names_both_shapes():

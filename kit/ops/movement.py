@@ -138,7 +138,10 @@ def flatten(x, start_dim=0, end_dim=-1):
     d = _tensor_arg(x, "flatten")
     if d.ndim == 0:
         return reshape(x, (1,))
-    s, e = start_dim % d.ndim, end_dim % d.ndim
+    s = normalize_axis(start_dim, d.ndim, "flatten")[0]
+    e = normalize_axis(end_dim, d.ndim, "flatten")[0]
+    if s > e:
+        raise ValueError(f"kit.flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     return reshape(x, d.shape[:s] + (math.prod(d.shape[s : e + 1]),) + d.shape[e + 1 :])
 
 
@@ -331,7 +334,7 @@ def stack(tensors, axis=0):
     if VMAP.depth:
         return VMAP.dispatch("stack", stack, tensors, axis)
     tensors, arrays = _tensors_arg(tensors, "stack")
-    axis = axis % (arrays[0].ndim + 1)
+    axis = normalize_axis(axis, arrays[0].ndim + 1, "stack")[0]  # the new axis may be last
     try:
         out = backend.get_array_module(arrays[0]).stack(arrays, axis=axis)
     except ValueError:
