@@ -274,3 +274,15 @@ def test_lesson_03_runs_unchanged_on_pytorch():
             else:
                 exec(compile(program, f"lesson03-cell{i}", "exec"), namespace)
     assert namespace["torch"].__name__ == "torch" and namespace["passed"] is True
+
+
+@pytest.mark.parametrize("module", [
+    "kit.torch", "kit.torch._dtypes", "kit.torch._functions", "kit.torch.autograd",
+    "kit.torch.autograd.function", "kit.torch.nn", "kit.torch.nn.functional", "kit.torch.cuda",
+])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0

@@ -22,7 +22,12 @@ def add(input, other, alpha=1):  # noqa: A002
 
 
 def sub(input, other, alpha=1):  # noqa: A002
-    """`input - alpha * other`, as torch.sub."""
+    """`input - alpha * other`, as torch.sub.
+
+    >>> import kit.torch as torch
+    >>> torch.sub(torch.tensor([5.0]), torch.tensor([1.0]), alpha=2)
+    tensor([3.])
+    """
     return kit.sub(input, other if alpha == 1 else kit.mul(other, alpha))
 
 
@@ -37,12 +42,23 @@ def sum(input, dim=None, keepdim=False):  # noqa: A001, A002 - PyTorch's names
 
 
 def mean(input, dim=None, keepdim=False):  # noqa: A002
-    """`torch.mean(x)` or `torch.mean(x, dim, keepdim=False)`; floating point input only."""
+    """`torch.mean(x)` or `torch.mean(x, dim, keepdim=False)`; floating point input only.
+
+    >>> import kit.torch as torch
+    >>> torch.mean(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), dim=1, keepdim=True)
+    tensor([[1.5],
+            [3.5]])
+    """
     return kit.mean(input, dim, keepdim)
 
 
 def logsumexp(input, dim, keepdim=False):  # noqa: A002
-    """log(sum(exp(x))) along `dim`, computed stably."""
+    """log(sum(exp(x))) along `dim`, computed stably.
+
+    >>> import kit.torch as torch
+    >>> torch.logsumexp(torch.tensor([1000.0, 1000.0]), dim=0)  # exp(1000) would overflow
+    tensor(1000.6932)
+    """
     return kit.logsumexp(input, dim, keepdim)
 
 
@@ -55,7 +71,10 @@ def _extremum(name, reduce, elementwise):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (
         f"`torch.{name}(x)` (a 0-d tensor), `torch.{name}(x, dim)` (a (values, indices) pair) or "
-        f"`torch.{name}(a, b)` (elementwise, as torch.{elementwise.__name__})."
+        f"`torch.{name}(a, b)` (elementwise, as torch.{elementwise.__name__}).\n\n"
+        f"    >>> import kit.torch as torch\n"
+        f"    >>> torch.{name}(torch.tensor([[1.0, 5.0], [4.0, 2.0]]), dim=1).indices\n"
+        f"    tensor([{1 if name == 'max' else 0}, {0 if name == 'max' else 1}])\n"
     )
     return fn
 
@@ -65,12 +84,22 @@ min = _extremum("min", kit.min, kit.minimum)  # noqa: A001
 
 
 def argmax(input, dim=None, keepdim=False):  # noqa: A002
-    """Index of the largest element (of the flattened tensor when `dim` is None)."""
+    """Index of the largest element (of the flattened tensor when `dim` is None).
+
+    >>> import kit.torch as torch
+    >>> torch.argmax(torch.tensor([[1.0, 5.0], [4.0, 2.0]]))
+    tensor(1)
+    """
     return kit.argmax(input, dim, keepdim)
 
 
 def argmin(input, dim=None, keepdim=False):  # noqa: A002
-    """Index of the smallest element (of the flattened tensor when `dim` is None)."""
+    """Index of the smallest element (of the flattened tensor when `dim` is None).
+
+    >>> import kit.torch as torch
+    >>> torch.argmin(torch.tensor([[1.0, 5.0], [4.0, 2.0]]), dim=1)
+    tensor([0, 1])
+    """
     return kit.argmin(input, dim, keepdim)
 
 
@@ -88,17 +117,33 @@ concat = cat
 
 
 def stack(tensors, dim=0):
-    """Join tensors of one shape along a new dimension."""
+    """Join tensors of one shape along a new dimension.
+
+    >>> import kit.torch as torch
+    >>> torch.stack([torch.ones(2), torch.zeros(2)], dim=1)
+    tensor([[1., 0.],
+            [1., 0.]])
+    """
     return kit.stack(tensors, dim)
 
 
 def sort(input, dim=-1, descending=False):  # noqa: A002
-    """`(values, indices)` sorted along `dim`; values carry the gradient back."""
+    """`(values, indices)` sorted along `dim`; values carry the gradient back.
+
+    >>> import kit.torch as torch
+    >>> torch.sort(torch.tensor([3.0, 1.0, 2.0]), descending=True)
+    SortResult(values=tensor([3., 2., 1.]), indices=tensor([0, 2, 1]))
+    """
     return kit.sort(input, dim, descending)
 
 
 def argsort(input, dim=-1, descending=False):  # noqa: A002
-    """Indices that sort `input` along `dim`."""
+    """Indices that sort `input` along `dim`.
+
+    >>> import kit.torch as torch
+    >>> torch.argsort(torch.tensor([3.0, 1.0, 2.0]))
+    tensor([1, 2, 0])
+    """
     return kit.argsort(input, dim, descending)
 
 
@@ -112,7 +157,12 @@ def _same_dtype(op, a, b):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
-    """Elementwise `|input - other| <= atol + rtol * |other|`, as a bool tensor."""
+    """Elementwise `|input - other| <= atol + rtol * |other|`, as a bool tensor.
+
+    >>> import kit.torch as torch
+    >>> torch.isclose(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.1]))
+    tensor([ True, False])
+    """
     _same_dtype("isclose", input, other)
     xp = kit.backend.get_array_module(input.data)
     return Tensor(xp.isclose(input.data, other.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
@@ -141,10 +191,20 @@ def equal(input, other):  # noqa: A002
 
 
 def is_tensor(obj):
-    """True if `obj` is a (kit) Tensor."""
+    """True if `obj` is a (kit) Tensor.
+
+    >>> import kit.torch as torch
+    >>> torch.is_tensor(torch.zeros(1)), torch.is_tensor([0.0])
+    (True, False)
+    """
     return isinstance(obj, Tensor)
 
 
 def numel(input):  # noqa: A002
-    """The number of elements of `input`."""
+    """The number of elements of `input`.
+
+    >>> import kit.torch as torch
+    >>> torch.numel(torch.zeros(2, 3))
+    6
+    """
     return input.numel()
