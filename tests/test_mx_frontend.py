@@ -361,6 +361,8 @@ def test_grad_returns_arrays_and_supports_higher_order():
         y = (x ** 2).sum()
     g = mx.autograd.grad(y, x)
     assert isinstance(g, mx.nd.NDArray) and g.asnumpy().tolist() == [2, 4]
+    with pytest.raises(mx.MXNetError, match="retain_graph=True"):
+        y.backward()  # grad freed the graph (retain_graph defaults to create_graph)
     with pytest.raises(mx.MXNetError, match="attach_grad"):
         mx.autograd.grad(y, mx.nd.array([1.0]))
 

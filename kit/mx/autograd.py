@@ -135,6 +135,12 @@ def _graph_variables(outputs):
     return leaves
 
 
+def _consume(heads):
+    """The graph behind `heads` is freed: a second backward from them is MXNet's error."""
+    for h in heads:
+        h._t = h._t.detach()
+
+
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # noqa: A002
     """Compute the gradients of `heads` and store them in the variables' grad buffers.
 
@@ -158,8 +164,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
         elif slot.req == "add" and g is not None:
             buffer += g.data
     if not retain_graph:
-        for h in heads:  # the graph is consumed: a second backward is MXNet's error
-            h._t = h._t.detach()
+        _consume(heads)
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
@@ -193,6 +198,8 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         found = kit_autograd.grad(outputs, [v._t for v in variables], grads,
                                   retain_graph=retain_graph, create_graph=create_graph,
                                   materialize_grads=True)
+    if not retain_graph:
+        _consume(heads)
     result = [NDArray(g) for g in found]
     return result[0] if single else result
 
