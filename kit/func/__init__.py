@@ -18,7 +18,8 @@ tensor([[2., 4.],
 from kit.func import _rules, _rules_movement  # noqa: F401 - registers the batching rules
 from kit.func._batched import BatchedTensor, dispatch
 from kit.func._custom import function_apply
-from kit.func._grad import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+from kit.func._forward import hessian, jacfwd, jvp
+from kit.func._grad import grad, grad_and_value, jacrev, vjp
 from kit.func._vmap import vmap
 from kit.ops._vmap import VMAP
 
