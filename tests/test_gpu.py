@@ -154,6 +154,17 @@ def test_mixing_devices_is_a_clear_error(gpu):
         kit.tensor([1.0], device="gpu") + kit.tensor([1.0])
 
 
+def test_where_condition_from_numpy_follows_the_data(gpu):
+    x = kit.tensor([1.0, -2.0, 3.0], device=gpu, requires_grad=True)
+    mask = np.array([True, False, True])  # host data, like any NumPy operand: moved along
+    y = kit.where(mask, x, 0.0)
+    y.sum().backward()
+    assert y.device == x.grad.device == "gpu"
+    np.testing.assert_array_equal(host(x.grad), [1.0, 0.0, 1.0])
+    with pytest.raises(RuntimeError, match="same device"):  # a CPU Tensor is not moved for you
+        kit.where(kit.tensor(mask), x, x)
+
+
 def test_gpu_tensor_conversions(gpu):
     x = kit.tensor([1.0, 2.0], device="cuda")
     assert x.device == "gpu" and "device='gpu'" in repr(x)

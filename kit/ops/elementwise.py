@@ -13,7 +13,15 @@ import numpy as np
 from kit import backend
 from kit._tensor import Tensor, float32
 from kit.engine import OUTPUT
-from kit.ops._record import as_dtype_of, data_of, dual, pair, record, shape_error
+from kit.ops._record import (
+    as_dtype_of,
+    check_same_device,
+    data_of,
+    dual,
+    pair,
+    record,
+    shape_error,
+)
 from kit.ops._vmap import VMAP
 
 BROADCAST = (
@@ -206,12 +214,27 @@ def where(condition, a, b):
         a, b, x, y = pair(a, b, "where")
     else:
         x, y = a, b
+    cond = _condition_on_device(condition, cond, x, y)
     xp = backend.get_array_module(cond, data_of(x), data_of(y))
     try:
         out = _select(xp, cond, x, y)
     except ValueError:
         raise shape_error("where", cond, x, y, detail=BROADCAST) from None
     return record("where", _where_rule, out, (None, a, b), (cond,))
+
+
+def _condition_on_device(condition, cond, x, y):
+    """A NumPy condition follows GPU data there (as NumPy operands do, see `constant`); a Tensor
+    condition on another device is an error, as in PyTorch."""
+    dx, dy = data_of(x), data_of(y)
+    if type(cond) is type(dx) is np.ndarray and type(dy) in (np.ndarray, int, float, bool):
+        return cond  # all on the CPU: the common case, kept cheap (relu goes through here)
+    devices = {backend.device_of(v) for v in (dx, dy) if hasattr(v, "shape")}
+    if not devices or backend.device_of(cond) in devices:
+        return cond
+    if isinstance(condition, Tensor):
+        check_same_device("where", cond, *(v for v in (dx, dy) if hasattr(v, "shape")))
+    return backend.to_device(cond, devices.pop())
 
 
 def where_(cond, a, b):
