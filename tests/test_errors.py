@@ -146,6 +146,16 @@ def test_bad_axis_names_the_op_and_the_valid_range(call, op):
         call(leaf(rand(2, 3)))
 
 
+def test_repeated_or_out_of_range_axes_in_a_list():
+    x = leaf(rand(2, 3))
+    with pytest.raises(ValueError, match=r"kit.sum: a dimension appears more than once in "
+                                         r"\[0, -2\]"):
+        x.sum((0, -2))
+    with pytest.raises(ValueError, match=r"kit.permute: \[0, 3\] is not a permutation of the 2 "
+                                         r"axes of a tensor of shape \[2, 3\]"):
+        x.permute(0, 3)
+
+
 def test_flatten_and_stack_axis_errors():
     with pytest.raises(ValueError, match="kit.flatten: start_dim 1 comes after end_dim 0"):
         leaf(rand(2, 3)).flatten(1, 0)

@@ -63,7 +63,8 @@ def permute(x, *axes):
         return VMAP.dispatch("permute", permute, x, *axes)
     d = _tensor_arg(x, "permute")
     axes = _shape_arg(axes)
-    if sorted(a % max(d.ndim, 1) for a in axes) != list(range(d.ndim)):
+    in_range = all(-d.ndim <= a < d.ndim for a in axes)
+    if not in_range or sorted(a % max(d.ndim, 1) for a in axes) != list(range(d.ndim)):
         raise ValueError(
             f"kit.permute: {list(axes)} is not a permutation of the {d.ndim} axes of a tensor "
             f"of shape {list(d.shape)}"

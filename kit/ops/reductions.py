@@ -30,7 +30,9 @@ def normalize_axis(axis, ndim, op):
                 f"(expected to be in range [{-n}, {n - 1}])"
             )
         out.append(a % n)
-    return tuple(sorted(set(out))) if ndim else ()
+    if ndim and len(set(out)) != len(out):
+        raise ValueError(f"kit.{op}: a dimension appears more than once in {list(axes)}")
+    return tuple(sorted(out)) if ndim else ()
 
 
 def kept_shape(shape, axes):
