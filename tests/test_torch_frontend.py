@@ -129,6 +129,17 @@ def test_creation_dtypes(torch):
     assert torch.tensor([1.0]).device == torch.device("cpu")
 
 
+@pytest.mark.parametrize("torch", libraries())
+def test_as_tensor_shares_when_it_can(torch):
+    a = np.arange(3.0)
+    t = torch.as_tensor(a)
+    a[0] = 7.0
+    assert t.tolist() == [7.0, 1.0, 2.0] and t.dtype == torch.float64
+    assert torch.as_tensor(t) is t
+    assert torch.as_tensor(t, dtype=torch.float32).dtype == torch.float32
+    assert torch.as_tensor([1, 2]).dtype == torch.int64
+
+
 def test_from_numpy_shares_memory_and_manual_seed_repeats():
     torch = kit.torch
     a = np.arange(3.0)

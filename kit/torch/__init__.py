@@ -97,6 +97,7 @@ from kit.torch._functions import (
     argmax,
     argmin,
     argsort,
+    as_tensor,
     cat,
     concat,
     equal,
@@ -127,15 +128,15 @@ def __getattr__(name):
 
 
 __all__ = [
-    "Tensor", "abs", "add", "allclose", "arange", "argmax", "argmin", "argsort", "autograd",
+    "abs", "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd",
     "bool", "cat", "clamp", "clip", "concat", "cos", "cuda", "device", "div", "dot", "double",
     "dtype", "empty", "enable_grad", "eq", "equal", "exp", "eye", "flatten", "float", "float16",
-    "float32", "float64", "from_numpy", "full", "ge", "gt", "half", "index_add", "int", "int8",
-    "int16", "int32", "int64", "is_grad_enabled", "is_tensor", "isclose", "le", "linspace",
+    "float32", "float64", "from_numpy", "full", "ge", "gt", "half", "index_add", "int", "int16",
+    "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "le", "linspace",
     "log", "log_softmax", "logsumexp", "long", "lt", "manual_seed", "matmul", "max", "maximum",
     "mean", "min", "minimum", "mm", "mul", "ne", "neg", "nn", "no_grad", "numel", "ones",
     "ones_like", "outer", "permute", "pow", "rand", "randint", "randn", "relu", "reshape",
     "set_grad_enabled", "short", "sigmoid", "sign", "sin", "softmax", "sort", "sqrt", "squeeze",
-    "stack", "sub", "sum", "tanh", "tensor", "transpose", "uint8", "unsqueeze", "where", "zeros",
-    "zeros_like",
+    "stack", "sub", "sum", "tanh", "Tensor", "tensor", "transpose", "uint8", "unsqueeze",
+    "where", "zeros", "zeros_like",
 ]

@@ -7,8 +7,28 @@ accepts both), so they own no computation and no gradient code.
 
 from __future__ import annotations
 
+import numpy as np
+
 import kit
 from kit import Tensor
+
+
+def as_tensor(data, dtype=None, device=None):
+    """A Tensor for `data` that shares memory when it can: a Tensor of the right dtype and device
+    comes back as is, a CPU NumPy array is wrapped without a copy (as torch.as_tensor).
+
+    >>> import numpy as np, kit.torch as torch
+    >>> a = np.zeros(2)
+    >>> t = torch.as_tensor(a)
+    >>> a[0] = 5.0
+    >>> t
+    tensor([5., 0.], dtype=kit.float64)
+    """
+    if isinstance(data, np.ndarray) and data.dtype in kit._tensor.SUPPORTED_DTYPES:
+        data = kit.from_numpy(data)
+    if isinstance(data, Tensor):
+        return data.to(*(a for a in (dtype, device) if a is not None))
+    return kit.tensor(data, dtype=dtype, device=device)
 
 
 def add(input, other, alpha=1):  # noqa: A002
