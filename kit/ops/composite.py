@@ -13,7 +13,8 @@ from kit.ops.reductions import sum as sum_
 
 def relu(x):
     """max(x, 0). NOTE: the gradient at exactly 0 is 0, as PyTorch's built-in relu."""
-    return where(x > 0, x, 0)  # a Tensor comparison, so relu batches under vmap
+    # A BatchedTensor (under vmap) has no .data: compare with the batched op instead.
+    return where(x.data > 0 if type(x) is Tensor else x > 0, x, 0)
 
 
 def softmax(x, dim=-1):
