@@ -58,19 +58,21 @@ def test_shape_ops_gradcheck_and_torch(name, xp_device):
     compare_torch(fn, t_fn, x, device=xp_device)
 
 
-def _torch_index(torch, index):
+def _convert_index(index, convert):
+    """The index with its arrays converted (to device Tensors, or to PyTorch tensors)."""
     if isinstance(index, tuple):
-        return tuple(_torch_index(torch, i) for i in index)
-    return torch.from_numpy(index) if isinstance(index, np.ndarray) else index
+        return tuple(_convert_index(i, convert) for i in index)
+    return convert(index) if isinstance(index, np.ndarray) else index
 
 
 @pytest.mark.parametrize("name", sorted(INDICES))
 def test_getitem_gradcheck_and_torch(name, xp_device):
     index, shape = INDICES[name]
+    index = _convert_index(index, lambda a: kit.tensor(a, device=xp_device))
     x = rand(*shape)
     check_op(lambda t: t[index], x, device=xp_device, order=2)
     torch = pytest.importorskip("torch")
-    t_index = _torch_index(torch, index)
+    t_index = _convert_index(INDICES[name][0], torch.from_numpy)
     compare_torch(lambda t: t[index], lambda t: t[t_index], x, device=xp_device)
 
 

@@ -37,7 +37,11 @@ def test_index_add_gradcheck_and_torch(dim, xp_device):
     torch = pytest.importorskip("torch")
     index = np.array([0, 2, 0])
     x, src = rand(3, 3), rand(3, 3, rng=np.random.default_rng(7))
-    fn = lambda t, s: kit.index_add(t, dim, kit.tensor(index), s, alpha=2.0)  # noqa: E731
+    k_index = kit.tensor(index, device=xp_device)
+
+    def fn(t, s):
+        return kit.index_add(t, dim, k_index, s, alpha=2.0)
+
     check_op(fn, x, src, device=xp_device, order=2)
     compare_torch(fn, lambda t, s: t.index_add(dim, torch.from_numpy(index), s, alpha=2.0),
                   x, src, device=xp_device)
