@@ -308,16 +308,19 @@ def test_progress_bar_writes_plain_lines_off_a_terminal():
 
 
 def test_command_line_quick_run(tmp_path):
-    out = tmp_path / "quick.json"
+    out, png = tmp_path / "quick.json", tmp_path / "quick.png"
     proc = subprocess.run(
-        [sys.executable, "-m", "kit.bench", "--quick", "--out", str(out), "--workloads",
-         "device_copy,gelu_fused,gelu_composed"],
+        [sys.executable, "-m", "kit.bench", "--quick", "--out", str(out), "--plot", str(png)],
         capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     doc = bench.load_json(out)
-    assert doc["config"]["quick"] is True and len(doc["results"]) == 9
-    assert "9/9" in proc.stderr and "targets:" in proc.stdout
+    steps = len(bench.plan(quick=True))  # every workload, on every usable device
+    assert doc["config"]["quick"] is True and len(doc["results"]) == steps
+    assert set(doc["config"]["workloads"]) == set(bench.WORKLOADS) - (
+        set() if kit.backend.gpu_available() else {"transfer_h2d", "transfer_d2h"})
+    assert f"{steps}/{steps}" in proc.stderr and "targets:" in proc.stdout
     assert proc.stdout.count(": unmeasured - ") == 3  # quick sizes never answer a target
+    assert png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_command_line_reports_bad_arguments(tmp_path):
