@@ -322,3 +322,84 @@ def test_batched_tensor_reports_the_per_sample_view():
     vmap(f)(rand(B, 3, 2))
     assert seen == {"shape": (3, 2), "ndim": 2, "size": 3, "length": 3, "kind": BatchedTensor,
                     "numel": 6}
+
+
+# --- compositions ---------------------------------------------------------------------------
+def test_vmap_of_jvp_and_vjp_and_grad_of_vmap():
+    from kit.func import jacfwd, jvp, vjp
+
+    xs, vs, w = rand(B, 3), rand(B, 3), rand(3, 2)
+    f = lambda x: kit.tanh(x) * x.sum()  # noqa: E731
+    got = vmap(lambda x, v: jvp(f, (x,), (v,))[1])(xs, vs)
+    want = np.stack([np.asarray(jvp(f, (xs[i],), (vs[i],))[1]) for i in range(B)])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    got = vmap(lambda x, v: vjp(f, x)[1](v)[0])(xs, vs)
+    want = np.stack([np.asarray(vjp(f, xs[i])[1](vs[i])[0]) for i in range(B)])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(vmap(jacfwd(f))(xs)), np.asarray(vmap(jacrev(f))(xs)),
+                               rtol=1e-12)
+    through_vmap = grad(lambda w: vmap(lambda x: kit.tanh(x @ w).sum())(xs).sum())(w)
+    direct = grad(lambda w: kit.tanh(xs @ w).sum())(w)
+    np.testing.assert_allclose(np.asarray(through_vmap), np.asarray(direct), rtol=1e-12)
+
+
+def test_model_ensembling_batches_the_parameters():
+    ws, xs = rand(5, 3, 2), rand(B, 3)
+    got = vmap(lambda w, x: x @ w, in_dims=(0, None))(ws, xs)
+    np.testing.assert_allclose(np.asarray(got), np.einsum("bij,ni->bnj", np.asarray(ws),
+                                                          np.asarray(xs)), rtol=1e-12)
+
+
+class _Cube(kit.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return x ** 3, 3 * x ** 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0], output[1])
+
+    @staticmethod
+    def backward(ctx, g, g_dx):
+        x, dx = ctx.saved_tensors
+        return g * dx + g_dx * 6 * x
+
+
+class _NumpyExp(kit.Function):
+    @staticmethod
+    def forward(x):
+        return kit.tensor(np.exp(x.numpy()))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.saved_tensors[0]
+
+    @staticmethod
+    def vmap(info, in_dims, x):
+        return _NumpyExp.apply(x), in_dims[0]
+
+
+def test_custom_functions_under_nested_vmap_and_higher_order():
+    X = rand(2, 3, 4)
+    cube = lambda x: _Cube.apply(x)[0]  # noqa: E731
+    np.testing.assert_allclose(np.asarray(vmap(vmap(cube))(X)), np.asarray(X) ** 3)
+    np.testing.assert_allclose(np.asarray(vmap(vmap(vmap(grad(cube))))(X)),
+                               3 * np.asarray(X) ** 2)
+    x = X[0, 0]
+    np.testing.assert_allclose(np.asarray(jacrev(vmap(cube))(x)), np.diag(3 * np.asarray(x) ** 2))
+    from kit.func import hessian
+
+    hess = vmap(hessian(lambda x: cube(x).sum()))(X[0])
+    np.testing.assert_allclose(np.asarray(hess), [np.diag(6 * r) for r in np.asarray(X[0])])
+    e = np.exp(np.asarray(X))
+    np.testing.assert_allclose(np.asarray(vmap(vmap(_NumpyExp.apply))(X)), e)
+    np.testing.assert_allclose(np.asarray(vmap(_NumpyExp.apply, in_dims=1)(X)),
+                               e.transpose(1, 0, 2))
+    np.testing.assert_allclose(
+        np.asarray(vmap(vmap(grad(lambda x: _NumpyExp.apply(x).sum())))(X)), e)
