@@ -138,7 +138,9 @@ def test_unsupported_dtype():
     (lambda x: x.logsumexp(2), "logsumexp"), (lambda x: x.softmax(2), "logsumexp"),
     (lambda x: kit.cat([x, x], 2), "cat"), (lambda x: x.squeeze(2), "squeeze"),
     (lambda x: x.sort(2), "sort"), (lambda x: x.flatten(0, 2), "flatten"),
-], ids=["sum", "mean", "max", "logsumexp", "softmax", "cat", "squeeze", "sort", "flatten"])
+    (lambda x: x.argsort(-3), "argsort"),
+], ids=["sum", "mean", "max", "logsumexp", "softmax", "cat", "squeeze", "sort", "flatten",
+        "argsort"])
 def test_bad_axis_names_the_op_and_the_valid_range(call, op):
     with pytest.raises(IndexError, match=rf"kit\.{op}: dimension -?\d is out of range for a "
                                          rf"tensor with 2 dimensions \(expected to be in range "

@@ -111,6 +111,17 @@ def test_max_along_axis_sends_the_gradient_to_the_returned_index_at_ties():
     np.testing.assert_array_equal(host(y.grad), [[1.0, 1.0, 1.0]])
 
 
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_extreme_of_a_zero_dim_tensor_along_a_dim_is_itself_at_index_zero(name):
+    x = leaf(2.0)
+    values, indices = getattr(x, name)(-1, keepdim=True)
+    assert values.shape == () and indices.dtype == kit.int64 and indices.item() == 0
+    values.backward()
+    assert x.grad.item() == 1.0
+    torch = pytest.importorskip("torch")
+    assert getattr(torch.tensor(2.0), name)(-1, keepdim=True).indices.shape == indices.shape
+
+
 def test_argmax_argmin():
     x = kit.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 7.0]])
     np.testing.assert_array_equal(kit.argmax(x, 1).data, [1, 0])

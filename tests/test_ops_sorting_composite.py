@@ -28,8 +28,10 @@ def test_sort_is_stable_and_methods_work():
     np.testing.assert_array_equal(x.argsort().data, [1, 3, 0, 2])
     np.testing.assert_array_equal(x.sort(descending=True).indices.data, [0, 2, 1, 3])
     assert not x.argsort().requires_grad
-    z = leaf(3.0)
-    assert kit.sort(z).values.item() == 3.0
+    z = leaf(3.0)  # a 0-d tensor sorts to itself, at index 0 (a 0-d index, as in PyTorch)
+    values, indices = kit.sort(z)
+    assert values.item() == 3.0 and indices.shape == () and indices.item() == 0
+    assert kit.argsort(z).shape == ()
 
 
 @pytest.mark.parametrize("dim", [0, 1])

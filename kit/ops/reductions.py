@@ -113,6 +113,10 @@ def _extreme(op):
         if axis is None:
             out = d.max() if op == "max" else d.min()
             return record(op, _extreme_rule, xp.asarray(out), (x,), (x,), (d.shape, axes, None, op))
+        if d.ndim == 0:  # along dim 0 or -1 of a 0-d tensor: itself, at index 0 (PyTorch)
+            params = (d.shape, axes, xp.ones((), dtype=bool), op)
+            out = record(op, _extreme_rule, d.copy(), (x,), (x,), params)
+            return MaxMin(out, Tensor(xp.zeros((), dtype=np.int64)))
         if len(axes) != 1:
             raise ValueError(f"kit.{op}: with indices, reduce over one axis at a time")
         a = axes[0]

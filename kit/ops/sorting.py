@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numpy as np
+
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import data_of
@@ -20,6 +22,10 @@ def argsort(x, axis=-1, descending=False):
         return VMAP.dispatch("argsort", argsort, x, axis, descending)
     d = data_of(x)
     xp = backend.get_array_module(d)
+    if d.ndim == 0:  # a 0-d tensor sorts to itself: index 0, as in PyTorch
+        normalize_axis(axis, 0, "argsort")
+        return Tensor(xp.zeros((), dtype=np.int64))
+    axis = normalize_axis(axis, d.ndim, "argsort")[0]
     idx = xp.argsort(-d if descending else d, axis=axis, kind="stable")
     return Tensor(idx)
 
