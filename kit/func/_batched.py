@@ -45,6 +45,11 @@ class BatchedTensor(Tensor):
     """A tensor seen per sample inside vmap; `value` holds the whole batch."""
 
     __slots__ = ("value", "levels")
+    # Tensor's per-object autograd state lives on `value`; these read-only defaults shadow it.
+    _grad = None
+    _retains_grad = False
+    _hooks = None
+    name = None
 
     def __init__(self, value, levels):  # noqa: D107 - Tensor.__init__ is deliberately skipped
         self.value = value
@@ -249,15 +254,12 @@ def remove_level(x, level, dim, size):
     """The batch of `level` moved to logical dim `dim` (expanded if x is not batched there)."""
     levels = levels_of(x)
     if level not in levels:
+        # Not batched here: every sample gets the same value (x may still be batched at the
+        # enclosing vmaps, whose rules these ops go through).
         from kit.ops.movement import expand, unsqueeze
 
-        saved = VMAP.depth
-        VMAP.depth = saved or 1  # x may be batched at enclosing levels
-        try:
-            y = unsqueeze(x, dim % (x.ndim + 1))
-            return expand(y, tuple(size if i == dim % y.ndim else -1 for i in range(y.ndim)))
-        finally:
-            VMAP.depth = saved
+        y = unsqueeze(x, dim % (x.ndim + 1))
+        return expand(y, tuple(size if i == dim % y.ndim else -1 for i in range(y.ndim)))
     value = x.value
     position = levels.index(level)
     rest = levels[:position] + levels[position + 1:]
@@ -287,39 +289,32 @@ def expand_levels(x, levels, sizes):
 
 
 def lower(x, inner_levels, forward_levels, sizes):
-    """Turn the `inner_levels` of x into leading physical dims (sorted), for an op that runs on
-    physical values while enclosing vmaps stay batched.
+    """Turn the `inner_levels` of x into leading per-sample dims, in the given order.
 
-    Levels of x that are in `forward_levels` but not in `inner_levels` are summed away (the
-    physical input was shared by those samples); levels outside `forward_levels` stay batched.
-    Missing inner levels are broadcast with `sizes`.
+    Used where physical values meet an enclosing vmap: a cotangent reaching a graph recorded at
+    `forward_levels`, or a custom Function's gradient. Levels of x that are in `forward_levels`
+    but not in `inner_levels` are summed away (the physical tensor was shared by those samples);
+    missing inner levels are broadcast with `sizes`; levels outside `forward_levels` stay batched.
     """
     have = levels_of(x)
     value = physical(x)
-    drop = [i for i, lv in enumerate(have) if lv in forward_levels and lv not in inner_levels]
+    drop = tuple(i for i, lv in enumerate(have)
+                 if lv in forward_levels and lv not in inner_levels)
     if drop:
         from kit.ops.reductions import sum as sum_
 
-        value = sum_(value, tuple(drop))
-        have = tuple(lv for lv in have if lv not in forward_levels or lv in inner_levels)
+        value = sum_(value, drop)
+        have = tuple(lv for i, lv in enumerate(have) if i not in drop)
     kept = tuple(lv for lv in have if lv not in forward_levels)
     wanted = kept + tuple(inner_levels)
-    shape, order, i = [], [], 0
-    for lv in have:
-        order.append(wanted.index(lv))
-    # insert size-1 dims for missing inner levels, then permute `have` into `wanted` order
-    perm = sorted(range(len(have)), key=lambda j: order[j])
-    k = len(have)
-    value = movement.permute(value, tuple(perm) + tuple(range(k, value.ndim)))
-    present = [wanted[order[j]] for j in perm]
-    for lv in wanted:
-        if lv in present:
-            shape.append(value.shape[i])
-            i += 1
-        else:
-            shape.append(1)
+    present = [lv for lv in wanted if lv in have]
+    order = tuple(have.index(lv) for lv in present)
+    if order != tuple(range(len(have))):
+        value = movement.permute(value, order + tuple(range(len(have), value.ndim)))
     if len(present) != len(wanted):
-        value = movement.reshape(value, tuple(shape) + tuple(value.shape[k:]))
+        batch = value.shape[:len(present)]
+        shape = tuple(batch[present.index(lv)] if lv in present else 1 for lv in wanted)
+        value = movement.reshape(value, shape + tuple(value.shape[len(present):]))
         full = tuple(sizes[lv] if lv not in present else n
                      for lv, n in zip(wanted, shape, strict=True))
         value = movement.expand(value, full + tuple(value.shape[len(wanted):]))
