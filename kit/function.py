@@ -13,6 +13,7 @@ import inspect
 import linecache
 import sys
 import warnings
+import weakref
 
 from kit import backend
 from kit._tensor import Tensor
@@ -410,13 +411,11 @@ def _bind(cls, separate, args, kwargs):
     counts only those the caller passed (a default left out needs no gradient slot).
     """
     try:
-        sig = inspect.signature(cls.forward)
+        sig, params, plain = _forward_signature(cls, separate)
     except (TypeError, ValueError):
         return args, len(args), args, kwargs
-    params = list(sig.parameters.values())
-    if not separate and params:
-        params = params[1:]  # ctx
-    sig = sig.replace(parameters=params)
+    if plain and not kwargs and len(args) == len(params):
+        return args, len(args), args, kwargs  # every parameter passed by position: nothing to bind
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as exc:
@@ -438,6 +437,29 @@ def _bind(cls, separate, args, kwargs):
         if p.name in passed:
             given = len(values)
     return tuple(values), len(values) if separate else given, bound.args, bound.kwargs
+
+
+_SIGNATURES = weakref.WeakKeyDictionary()  # forward function -> {separate: _forward_signature}
+
+
+def _forward_signature(cls, separate):
+    """forward's signature without ctx, its parameters, and whether all of them are plain
+    positional ones; cached per forward function (inspect.signature costs more than the rest of
+    apply)."""
+    forward = cls.forward
+    try:
+        per_form = _SIGNATURES.setdefault(forward, {})
+    except TypeError:  # not weak-referenceable: no cache
+        per_form = {}
+    found = per_form.get(separate)
+    if found is None:
+        sig = inspect.signature(forward)
+        params = list(sig.parameters.values())
+        if not separate and params:
+            params = params[1:]  # ctx
+        plain = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        found = per_form[separate] = (sig.replace(parameters=params), params, plain)
+    return found
 
 
 def _ctx_hint(cls, separate):
