@@ -367,3 +367,14 @@ def test_numpy_inside_a_generated_rule_is_explained():
     assert "NumpyDouble.forward under vmap with generate_vmap_rule=True" in message
     assert "Cannot access data pointer" in message and "vmap staticmethod" in message
     assert numpy_fn.apply(kit.tensor([1.0])).tolist() == [2.0]  # fine outside vmap
+
+
+def test_jvp_and_jacfwd_with_aux_return_plain_tensors():
+    from kit.func import jacfwd
+
+    x = kit.tensor([1.0, 2.0])
+    out, tangent, aux = jvp(lambda x: (x * 2, x.sum()), (x,), (x,), has_aux=True)
+    assert out.tolist() == [2.0, 4.0] and tangent.tolist() == [2.0, 4.0] and aux.item() == 3.0
+    jac, aux = jacfwd(lambda x: (x * x, x.sum()), has_aux=True)(x)
+    assert jac.tolist() == [[2.0, 0.0], [0.0, 4.0]] and aux.item() == 3.0
+    assert all(t.grad_fn is None for t in (out, tangent, jac, aux))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from kit._tensor import Tensor
-from kit.func._grad import _argnums, _basis, _split_aux, jacrev, vjp
+from kit.func._grad import _argnums, _basis, _detached, _split_aux, jacrev, vjp
 from kit.func._vmap import vmap
 
 
@@ -66,7 +66,7 @@ def jvp(func, primals, tangents, has_aux=False):
 
     out, jvp_fn = _linearize(plain, primals)
     tangent_out = jvp_fn(*tangents).detach()
-    return (out, tangent_out, aux[0]) if has_aux else (out, tangent_out)
+    return (out, tangent_out, _detached(aux[0], False)) if has_aux else (out, tangent_out)
 
 
 def jacfwd(func, argnums=0, has_aux=False):
@@ -109,7 +109,7 @@ def jacfwd(func, argnums=0, has_aux=False):
             cols = cols.permute(tuple(range(1, k + 1)) + (0,)) if k else cols
             jacs.append(cols.reshape(tuple(out.shape) + tuple(primal.shape)).detach())
         jac = jacs[0] if isinstance(argnums, int) else tuple(jacs)
-        return (jac, aux[0]) if has_aux else jac
+        return (jac, _detached(aux[0], False)) if has_aux else jac
 
     return wrapper
 
