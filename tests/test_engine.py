@@ -130,10 +130,15 @@ def test_hook_on_a_non_leaf_changes_what_flows_upstream():
     y = x * 2
     seen = []
     y.register_hook(lambda g: seen.append(host(g).copy()))  # returns None: gradient unchanged
-    y.register_hook(lambda g: g * 3)
-    (y * y).sum().backward()
+    handle = y.register_hook(lambda g: g * 3)
+    (y * y).sum().backward(retain_graph=True)
     np.testing.assert_array_equal(seen[0], [4.0, 8.0])
     np.testing.assert_array_equal(host(x.grad), [24.0, 48.0])
+    handle.remove()
+    x.grad = None
+    (y * y).sum().backward()
+    np.testing.assert_array_equal(host(x.grad), [8.0, 16.0])
+    assert len(seen) == 2
 
 
 def test_retain_grad_keeps_the_hooked_gradient_of_a_non_leaf():
