@@ -56,15 +56,18 @@ def numerical_jacobian(func, inputs, eps=1e-6):
     for i, x in enumerate(inputs):
         if not (isinstance(x, Tensor) and x.requires_grad):
             continue
-        flat = x.data.reshape(-1)  # a view: changing it changes x
-        cols = [np.zeros((_size(o), flat.size)) for o in outs]
-        for k in range(flat.size):
-            orig = flat[k].item()
-            flat[k] = orig + eps
+        data = x.data
+        cols = [np.zeros((_size(o), data.size)) for o in outs]
+        for k in range(data.size):
+            # NOTE: element k in C order, written through an index: a reshape(-1) of a
+            # non-contiguous input would be a copy, and perturbing it would not change x.
+            at = np.unravel_index(k, data.shape)
+            orig = data[at].item()
+            data[at] = orig + eps
             plus = [_host(o) for o in _outputs(func, inputs)]
-            flat[k] = orig - eps
+            data[at] = orig - eps
             minus = [_host(o) for o in _outputs(func, inputs)]
-            flat[k] = orig
+            data[at] = orig
             for o, (p, m) in enumerate(zip(plus, minus)):
                 if p is not None:
                     cols[o][:, k] = (p - m).reshape(-1) / (2 * eps)

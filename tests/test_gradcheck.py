@@ -4,6 +4,7 @@ warning."""
 
 import re
 
+import numpy as np
 import pytest
 from helpers import leaf
 
@@ -93,6 +94,12 @@ def test_float32_inputs_warn_and_are_checked_in_float64():
         assert kit.gradcheck(f, (x,))
     assert set(seen) == {kit.float64}
     assert x.dtype == kit.float32 and x.grad is None
+
+
+def test_non_contiguous_inputs_are_perturbed_in_place():
+    x = kit.from_numpy(np.arange(6.0).reshape(2, 3).T).requires_grad_()
+    assert not x.data.flags["C_CONTIGUOUS"]
+    assert kit.gradcheck(lambda t: t * t.sum(0), (x,))
 
 
 def test_non_differentiable_inputs_are_passed_through():
