@@ -104,7 +104,7 @@ def timer_for(device, clock=time.perf_counter, sync=None):
 
 
 def time_call(fn, *, device="cpu", warmup=2, repeat=10, min_repeat=3, max_seconds=1.0,
-              number=None, min_time=2e-4, clock=time.perf_counter, sync=None, timer=None):
+              number=None, min_time=2e-4, clock=time.perf_counter, sync=None):
     """Time `fn()`: `warmup` untimed calls, then up to `repeat` timed repeats of `number` calls.
 
     Repeats stop early once `max_seconds` of timing have passed and `min_repeat` are done, so one
@@ -120,7 +120,7 @@ def time_call(fn, *, device="cpu", warmup=2, repeat=10, min_repeat=3, max_second
             f"kit.bench.time_call: need repeat >= 1, min_repeat >= 1 and warmup >= 0, got "
             f"repeat={repeat}, min_repeat={min_repeat}, warmup={warmup}"
         )
-    timer = timer or timer_for(device, clock, sync)
+    timer = timer_for(device, clock, sync)
     for _ in range(warmup):
         fn()
     if number is None:
