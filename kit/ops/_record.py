@@ -19,6 +19,11 @@ from kit.engine import OUTPUT, Node
 from kit.grad_mode import STATE
 
 
+# One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so
+# the cyclic garbage collector, which scans them all as a graph grows, has less to do.
+_META = {}
+
+
 def record(op, rule, out, inputs, saved=(), params=None):
     """Wrap the array `out` as a Tensor; attach a Node if a Tensor input requires grad."""
     y = Tensor(out)
@@ -47,7 +52,13 @@ def record(op, rule, out, inputs, saved=(), params=None):
             saves_output = True
         else:
             versions += (-1,)
-    node = Node(op, rule, edges, saved, versions, params, ((out.shape, out.dtype),))
+    key = (out.shape, out.dtype)
+    meta = _META.get(key)
+    if meta is None:
+        if len(_META) >= 4096:  # bounded: a program with ever new shapes must not grow it
+            _META.clear()
+        meta = _META[key] = (key,)
+    node = Node(op, rule, edges, saved, versions, params, meta)
     if saves_output:
         node.out_data = out
         node.out_vc = y._vc
