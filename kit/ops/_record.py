@@ -18,7 +18,6 @@ from kit._tensor import Tensor, _to_array, float32
 from kit.engine import OUTPUT, Node
 from kit.grad_mode import STATE
 
-
 # One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so
 # the cyclic garbage collector, which scans them all as a graph grows, has less to do.
 _META = {}
