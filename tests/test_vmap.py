@@ -15,63 +15,53 @@ def rand(*shape):
     return kit.tensor(RNG.standard_normal(shape).astype(np.float64))
 
 
-def _take(t, d, b):
-    return t if d is None else t[(slice(None),) * (d % t.ndim) + (b,)]
-
-
-def _loop(fn, args, in_dims, out_dim=0):
-    """The reference: call fn per sample and stack along out_dim (what vmap promises)."""
+def _samples(args, in_dims):
+    """Per-sample argument lists: what vmap's function sees, one sample at a time."""
     dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
     size = next(a.shape[d] for a, d in zip(args, dims, strict=True) if d is not None)
-    outs = [fn(*(_take(a, d, b) for a, d in zip(args, dims, strict=True))) for b in range(size)]
+    for b in range(size):
+        yield [a if d is None else a[(slice(None),) * (d % a.ndim) + (b,)]
+               for a, d in zip(args, dims, strict=True)]
+
+
+def _first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _loop(fn, args, in_dims):
+    """The reference: call fn per sample and stack (what vmap promises)."""
+    outs = [fn(*sample) for sample in _samples(args, in_dims)]
     if isinstance(outs[0], tuple):
-        return tuple(np.stack([np.asarray(o[i].detach()) for o in outs], out_dim)
+        return tuple(np.stack([np.asarray(o[i].detach()) for o in outs])
                      for i in range(len(outs[0])))
-    return np.stack([np.asarray(o.detach()) for o in outs], out_dim)
+    return np.stack([np.asarray(o.detach()) for o in outs])
 
 
 def check(fn, *args, in_dims=0, grads=True):
-    """vmap(fn) equals the loop; so do the gradients of a weighted sum of its output."""
+    """vmap(fn) equals the loop, and so do the gradients of a weighted sum of its output."""
     got = vmap(fn, in_dims)(*args)
     want = _loop(fn, args, in_dims)
     pairs = zip(got, want, strict=True) if isinstance(got, tuple) else [(got, want)]
     for g, w in pairs:
         assert tuple(g.shape) == w.shape
         np.testing.assert_allclose(np.asarray(g.detach()), w, rtol=1e-12, atol=1e-12)
-    float_args = [a for a in args if a.dtype.kind == "f"]
-    first = got[0] if isinstance(got, tuple) else got
-    if not grads or first.dtype.kind != "f" or not float_args:
+    floats = [i for i, a in enumerate(args) if a.dtype.kind == "f"]
+    if not grads or _first(got).dtype.kind != "f" or not floats:
         return
-    weights = kit.tensor(RNG.standard_normal(first.shape))
-    leaves = [a.detach().requires_grad_() for a in float_args]
+    weights = kit.tensor(RNG.standard_normal(_first(got).shape))
 
-    def weighted(run):
-        def total(*xs):
-            it = iter(xs)
-            full = [next(it) if a.dtype.kind == "f" else a for a in args]
-            out = run(*full)
-            out = out[0] if isinstance(out, tuple) else out
-            return (out * weights).sum()
-        return total
+    def gradients(run):
+        leaves = [args[i].detach().requires_grad_() for i in floats]
+        full = list(args)
+        for i, leaf in zip(floats, leaves, strict=True):
+            full[i] = leaf
+        total = (_first(run(full)) * weights).sum()
+        return kit.grad(total, leaves, allow_unused=True)
 
-    batched = kit.grad(weighted(vmap(fn, in_dims))(*leaves), leaves, allow_unused=True)
-
-    def looped(*xs):
-        got_loop = kit.stack([o[0] if isinstance(o, tuple) else o for o in _per_sample(fn, xs)])
-        return got_loop
-
-    dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
-
-    def _per_sample(fn, xs):
-        it = iter(xs)
-        full = [next(it) if a.dtype.kind == "f" else a for a in args]
-        size = next(a.shape[d] for a, d in zip(full, dims, strict=True) if d is not None)
-        return [fn(*(_take(a, d, b) for a, d in zip(full, dims, strict=True)))
-                for b in range(size)]
-
-    leaves2 = [a.detach().requires_grad_() for a in float_args]
-    reference = kit.grad(weighted(looped)(*leaves2), leaves2, allow_unused=True)
-    for g, r in zip(batched, reference, strict=True):
+    batched = gradients(lambda full: vmap(fn, in_dims)(*full))
+    looped = gradients(lambda full: kit.stack([_first(fn(*sample))
+                                               for sample in _samples(full, in_dims)]))
+    for g, r in zip(batched, looped, strict=True):
         if r is None:
             assert g is None or not np.asarray(g).any()
             continue
@@ -403,3 +393,26 @@ def test_custom_functions_under_nested_vmap_and_higher_order():
                                e.transpose(1, 0, 2))
     np.testing.assert_allclose(
         np.asarray(vmap(vmap(grad(lambda x: _NumpyExp.apply(x).sum())))(X)), e)
+
+
+def test_every_primitive_has_the_hook_and_a_batching_rule():
+    """A new primitive that records a node must test VMAP.depth and have a rule in kit.func."""
+    import inspect
+
+    from kit.func._batched import RULES
+    from kit.ops import composite, elementwise, linalg, movement, reductions, sorting
+
+    checked = []
+    for module in (elementwise, reductions, movement, linalg, sorting, composite):
+        for name, fn in vars(module).items():
+            if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != \
+                    module.__name__:
+                continue
+            names = fn.__code__.co_names
+            if "record" in names:  # a primitive: it computes on arrays and records a node
+                assert "VMAP" in names, f"kit.ops.{module.__name__}.{name} lacks the vmap hook"
+            if "VMAP" in names:
+                op = "to" if name == "to_device" else fn.__name__
+                assert op in RULES, f"no batching rule for kit.{op}"
+                checked.append(op)
+    assert len(checked) >= 50
