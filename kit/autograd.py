@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.engine import run_backward
+from kit.engine import _accumulate, run_backward
 
 
 def _as_tuple(x):
@@ -81,9 +81,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         inputs = _as_tuple(inputs)
         found = grad(outputs, inputs, grads if create_graph else [Tensor(g) for g in grads],
                      retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
+        # The same array may reach several inputs (x + y), or be a view or the caller's own
+        # gradient: accumulate as the engine does, so that no two .grad share memory.
+        owned = set() if create_graph else {id(g if g.base is None else g.base) for g in grads}
         for t, g in zip(inputs, found):
             if g is not None:
-                t._grad = g if t._grad is None else t._grad + g
+                _accumulate(t, g if create_graph else g.data, create_graph, owned)
         return
     run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph)
 
