@@ -328,3 +328,15 @@ def test_command_line_reports_bad_arguments(tmp_path):
         [sys.executable, "-m", "kit.bench", "--quick", "--out", str(tmp_path / "x.json"),
          "--workloads", "nope"], capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 2 and "unknown workload(s) ['nope']" in proc.stderr
+
+
+@pytest.mark.parametrize("module", [
+    "kit.bench", "kit.bench.analysis", "kit.bench.harness", "kit.bench.plot", "kit.bench.report",
+    "kit.bench.sweep", "kit.bench.targets",
+])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0 and result.attempted > 0

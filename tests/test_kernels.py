@@ -248,3 +248,12 @@ def test_mx_custom_op_errors_name_the_op():
         mx.nd.Custom(data, mx.nd.array([0, 1, 2]), op_type="kit_fused_softmax_ce")
     with pytest.raises(TypeError, match="float32 and float64"):
         mx.nd.Custom(mx.nd.array([1, 2], dtype="int32"), op_type="kit_fused_gelu")
+
+
+@pytest.mark.parametrize("module", ["kit.kernels", "kit.kernels.gelu", "kit.kernels.softmax_ce"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0 and result.attempted > 0
