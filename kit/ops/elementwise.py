@@ -34,10 +34,17 @@ def _binary(op, compute, rule, saves):
     def fn(a, b):
         if VMAP.depth:
             return VMAP.dispatch(op, fn, a, b)
-        # NOTE: the common case first (two Tensors, same device and dtype), then the general one.
-        if isinstance(a, Tensor) and isinstance(b, Tensor):
-            x, y = a.data, b.data
-            if type(x) is not type(y) or x.dtype is not y.dtype:
+        # NOTE: common cases first (two Tensors of one device and dtype, a Tensor and a Python
+        # number that keeps its dtype); pair() does the general case.
+        if isinstance(a, Tensor):
+            x = a.data
+            if isinstance(b, Tensor):
+                y = b.data
+                if type(x) is not type(y) or x.dtype is not y.dtype:
+                    a, b, x, y = pair(a, b, op)
+            elif type(b) is int or type(b) is float and x.dtype.kind == "f":
+                y = b
+            else:
                 a, b, x, y = pair(a, b, op)
         else:
             a, b, x, y = pair(a, b, op)
