@@ -212,6 +212,19 @@ def test_in_place_cannot_change_the_shape(recorded):
     assert target.shape == (3,) and target._version == 0
 
 
+@pytest.mark.parametrize("change", [
+    lambda t: t.__iadd__(1.0), lambda t: t.__setitem__(0, 5.0), lambda t: t.zero_(),
+], ids=["+=", "setitem", "zero_"])
+def test_in_place_on_a_broadcast_view_says_to_clone(change):
+    view = kit.ones(2).expand(3, 2)
+    with pytest.raises(RuntimeError, match=r"this tensor is a read-only view .*Fix: \.clone\(\) "
+                                           r"it"):
+        change(view)
+    copy = view.clone()
+    change(copy)
+    assert copy._version == 1
+
+
 def test_in_place_dtype_errors():
     i = kit.tensor([1, 2])
     with pytest.raises(TypeError, match="kit.__iadd__: Cannot cast ufunc 'add' output"):

@@ -82,6 +82,14 @@ def _shape_error(name, t, other_shape):
     )
 
 
+def _check_writeable(name, t):
+    if not getattr(getattr(t.data, "flags", None), "writeable", True):
+        raise RuntimeError(
+            f"kit.{name}: this tensor is a read-only view (from expand or broadcast_to: several "
+            f"elements share one memory location). Fix: .clone() it before changing it in place"
+        )
+
+
 def _inplace(name, op, fast=None):
     """An in-place method: fast NumPy in-place update when nothing records, else rebase."""
 
@@ -93,9 +101,13 @@ def _inplace(name, op, fast=None):
                     self.data = fast(self.data, value)
                 except TypeError as exc:  # NumPy's casting error, e.g. int tensor += float
                     raise TypeError(f"kit.{name}: {exc}") from None
-                except ValueError:  # NumPy's "non-broadcastable output operand"
+                except ValueError as exc:  # a shape that does not fit, or a read-only view
+                    _check_writeable(name, self)
+                    if "broadcast" not in str(exc):
+                        raise
                     raise _shape_error(name, self, getattr(value, "shape", ())) from None
             else:
+                _check_writeable(name, self)
                 self.data[...] = op(Tensor(self.data), other, *args, **kwargs).data
             self._vc[0] += 1
             return self
@@ -124,6 +136,7 @@ def _setitem(self, index, value):
 
             check_same_device("setitem", self.data, v)
         index = movement._index_arg(index)
+        _check_writeable("setitem", self)
         self.data[index] = v
         self._vc[0] += 1
         return
