@@ -32,12 +32,13 @@ def new_level():
 def _no_storage(what):
     return RuntimeError(
         f"vmap: {what} on a BatchedTensor. Inside vmap a tensor is one sample of a batch that "
-        f"kit stores as a whole; its elements are not available one sample at a time, so NumPy "
-        f"and Python cannot see them (PyTorch says 'Cannot access data pointer of Tensor that "
-        f"doesn't have storage'). Fix: write the function with kit operations only. In a "
-        f"custom Function whose forward needs NumPy, set generate_vmap_rule = False and write "
-        f"a vmap staticmethod that calls the Function on the whole batch (the NumpySort example "
-        f"of lesson 05)."
+        f"kit stores as a whole, so NumPy and Python cannot see one sample's numbers (PyTorch "
+        f"says 'Cannot access data pointer of Tensor that doesn't have storage'). Fix: write "
+        f"the function with kit operations only. An in-place update of a tensor that is not "
+        f"batched with a batched value (y[i] = x, y += x) must become out-of-place "
+        f"(y = y + x, kit.where). In a custom Function whose forward needs NumPy, set "
+        f"generate_vmap_rule = False and write a vmap staticmethod that calls the Function on "
+        f"the whole batch (lesson 05, section 6)."
     )
 
 

@@ -93,7 +93,8 @@ class _Leaves:
         capture = {}
         for i, leaf in enumerate(self.physical):
             capture.setdefault(leaf._edge or leaf._leaf_edge(), i)
-        found = (run_backward(roots, grads, retain_graph, differentiable, capture)
+        found = (run_backward(roots, grads, retain_graph=retain_graph,
+                              create_graph=differentiable, capture=capture)
                  if roots else [None] * len(capture))
         results = []
         for leaf in self.physical:

@@ -12,7 +12,7 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.func._batched import BatchedTensor, batching, expand_levels, rule
+from kit.func._batched import BatchedTensor, batching, expand_levels, physical, rule
 from kit.func._rules import align, batch_shape, union_levels, union_sizes
 from kit.ops import elementwise
 from kit.ops.reductions import normalize_axis
@@ -174,8 +174,12 @@ def _index_put_add(fn, src, index, shape):
 
 def _region_ndim(shape, items):
     """How many dims `x[index]` has for a per-sample x of `shape` (computed on a stride-0 view)."""
-    index = tuple(i.value.data if type(i) is BatchedTensor else
-                  i.data if isinstance(i, Tensor) else i for i in items)
+    def on_cpu(item):
+        if isinstance(item, Tensor):
+            item = physical(item).data
+        return backend.to_device(item, "cpu") if backend.device_of(item) == "gpu" else item
+
+    index = tuple(on_cpu(i) for i in items)
     return np.broadcast_to(np.zeros((), np.int8), shape)[index].ndim
 
 
