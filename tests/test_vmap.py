@@ -416,3 +416,17 @@ def test_every_primitive_has_the_hook_and_a_batching_rule():
                 assert op in RULES, f"no batching rule for kit.{op}"
                 checked.append(op)
     assert len(checked) >= 50
+
+
+def test_index_put_with_batched_values_and_inplace_into_an_unbatched_tensor():
+    check(lambda x, v: kit.index_put(x, (slice(None), 1), v), rand(3, 2), rand(B, 3),
+          in_dims=(None, 0))
+    check(lambda x, v: kit.index_put(x, 1, v), rand(B, 3, 2), rand(B, 2))
+
+    def update(x, v):
+        y = x.clone()  # not batched: every sample would write into the same tensor
+        y[1] = v
+        return y
+
+    with pytest.raises(RuntimeError, match="must become out-of-place"):
+        vmap(update, in_dims=(None, 0))(rand(3, 2), rand(B, 2))
