@@ -46,6 +46,10 @@ def _binary(op, compute, rule, saves):
                 y = b
             else:
                 a, b, x, y = pair(a, b, op)
+        elif isinstance(b, Tensor) and (
+            type(a) is int or type(a) is float and b.data.dtype.kind == "f"
+        ):
+            x, y = a, b.data  # a reflected op such as 2 * t or 1 - t
         else:
             a, b, x, y = pair(a, b, op)
         try:
