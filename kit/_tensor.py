@@ -379,6 +379,8 @@ def _to_array(data, dtype, device):
     """Convert user data to an xp array with PyTorch's dtype defaults."""
     if isinstance(data, Tensor):
         data = data.data
+    if device is None:
+        device = backend.device_of(data)  # GPU data stays on the GPU unless told otherwise
     xp = np if backend.normalize_device(device) == "cpu" else backend.require_gpu("device='gpu'")
     if dtype is not None:
         dtype = np.dtype(dtype)
