@@ -17,6 +17,7 @@ from collections import namedtuple
 from kit._tensor import Tensor
 from kit.func._batched import (
     BatchedTensor,
+    add_level,
     batching,
     levels_of,
     lift,
@@ -105,8 +106,6 @@ def _with_vmap_staticmethod(cls, inputs):
         if d is None or not isinstance(o, Tensor):
             wrapped.append(o)
             continue
-        from kit.func._batched import add_level
-
         wrapped.append(add_level(o, level, d))
     return wrapped[0] if single else tuple(wrapped)
 
