@@ -244,6 +244,15 @@ def test_comparisons_give_bool_without_grad(op):
     np.testing.assert_array_equal(getattr(kit, op)(a, b).data, expected)
 
 
+def test_equality_with_a_non_operand_is_false_as_in_pytorch():
+    t = kit.tensor([1.0])
+    assert (t == None) is False and (t != None) is True  # noqa: E711 - the operator is tested
+    assert (t == "a") is False and (t != object()) is True
+    assert t not in [None, "a"]
+    with pytest.raises(TypeError, match="kit.eq: unsupported operand of type NoneType"):
+        kit.eq(t, None)
+
+
 def test_logical_ops_and_sign():
     p = kit.tensor([True, False, True])
     q = kit.tensor([True, True, False])

@@ -192,6 +192,20 @@ _add_alpha = _with_alpha(add)
 _sub_alpha = _with_alpha(sub)
 
 
+def _equality(fn, answer):
+    """`t == other` / `t != other`; with a non-operand (None, a string) PyTorch's plain answer
+    instead of an error, so that `t in [None, "a"]` works."""
+
+    def method(self, other):
+        try:
+            return fn(self, other)
+        except TypeError:  # raised only for an unsupported operand type
+            return answer
+
+    method.__name__ = f"__{fn.__name__}__"
+    return method
+
+
 def _clone(self):
     """A copy that stays in the graph (gradients flow back to the original)."""
     return self * 1 if self.requires_grad and STATE.enabled else Tensor(self.data.copy())
@@ -211,7 +225,7 @@ _METHODS = {
     "cos": cos, "relu": relu, "sign": sign, "clamp": clamp, "clip": clamp,
     "maximum": maximum, "minimum": minimum,
     # comparisons and logic
-    "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
+    "__eq__": _equality(eq, False), "__ne__": _equality(ne, True), "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
     "__and__": logical_and, "__or__": logical_or, "__xor__": logical_xor,
     "__invert__": logical_not,
