@@ -146,8 +146,9 @@ def _logsumexp_rule(node, g, x, y):
     shape, axes = node.params
     from kit.ops.elementwise import exp_
 
-    y = y.reshape(kept_shape(shape, axes))
-    return (expand_back(g, shape, axes) * exp_(x - y),)
+    kept = kept_shape(shape, axes)
+    # NOTE: the product broadcasts g over the reduced axes; no expand_back view is needed.
+    return (g.reshape(kept) * exp_(x - y.reshape(kept)),)
 
 
 def logsumexp(x, axis=None, keepdims=False):
