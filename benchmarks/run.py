@@ -21,6 +21,12 @@ import time
 if __package__ in (None, ""):  # run as a script: make `benchmarks` and `kit` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+if "--threads" in sys.argv[:-1]:
+    # NOTE: BLAS reads these once, when NumPy is first imported, so they are set before that.
+    for _var in THREAD_VARS:
+        os.environ[_var] = sys.argv[sys.argv.index("--threads") + 1]
+
 import numpy as np  # noqa: E402
 
 from benchmarks import chains, large, mlp  # noqa: E402
@@ -64,12 +70,20 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
     parser.add_argument("--json", metavar="PATH", help="also save the results as JSON")
     parser.add_argument("--repeats", type=int, help="timed rounds per workload (median kept)")
+    parser.add_argument(
+        "--threads", type=int,
+        help="threads for NumPy's BLAS and PyTorch alike (on the command line only); on a machine "
+             "shared with other jobs, 1 avoids spinning thread pools that distort every timing",
+    )
     args = parser.parse_args(argv)
     cfg = dict(QUICK if args.quick else FULL)
     if args.repeats:
         cfg["repeats"] = args.repeats
     torch = import_torch()
+    if torch is not None and args.threads:
+        torch.set_num_threads(args.threads)
     env = environment(torch)
+    env["threads"] = args.threads or "library default"
     print("kit benchmarks: " + ", ".join(f"{k} {v}" for k, v in env.items()), flush=True)
     done = []
     for case in cases(torch, cfg):
