@@ -2,6 +2,7 @@
 
 import doctest
 import importlib
+import os
 
 import numpy as np
 import pytest
@@ -299,3 +300,18 @@ def test_a_real_mxnet_style_custom_op_is_drawn_with_its_front_end():
 def test_docstring_examples_of_kit_viz_run(module):
     result = doctest.testmod(importlib.import_module(f"kit.viz.{module}"))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_render_drops_only_fontconfig_warnings(capfd):
+    from kit.viz.drawing import _render
+
+    class NoisyGraph:
+        # Writes to file descriptor 2 as Graphviz's C code does, past Python's sys.stderr.
+        def draw(self, format, prog):
+            os.write(2, b'Fontconfig warning: "/etc/fonts/x.conf", line 6: unknown element\n')
+            os.write(2, b"Warning: node a, port b unrecognized\n")
+            return b"<svg/>"
+
+    assert _render(NoisyGraph(), "svg") == b"<svg/>"
+    err = capfd.readouterr().err
+    assert "Fontconfig" not in err and "port b unrecognized" in err

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import html
+import os
+import sys
+import tempfile
 from pathlib import Path
 
 from kit.viz._style import EXPLODING, NO_GRAD, VANISHING, legend
@@ -110,7 +113,7 @@ class GraphDrawing:
     def svg(self) -> str:
         """The drawing as SVG text (laid out by Graphviz's dot on first use)."""
         if self._svg is None:
-            self._svg = self.agraph().draw(format="svg", prog="dot").decode("utf-8")
+            self._svg = _render(self.agraph(), "svg").decode("utf-8")
         return self._svg
 
     def _repr_svg_(self):
@@ -127,8 +130,28 @@ class GraphDrawing:
         if kind == "svg":
             path.write_text(self.svg, encoding="utf-8")
         else:
-            path.write_bytes(self.agraph().draw(format="png", prog="dot"))
+            path.write_bytes(_render(self.agraph(), "png"))
         return path
+
+
+def _render(agraph, fmt):
+    # The Fontconfig inside pygraphviz's wheel may be older than the system's font configuration
+    # and warn about it (with an absolute path) on first use, from C, straight to file descriptor
+    # 2. Learners cannot act on it, so it is dropped; anything else Graphviz writes is passed on.
+    with tempfile.TemporaryFile() as captured:
+        sys.stderr.flush()
+        saved_fd = os.dup(2)
+        try:
+            os.dup2(captured.fileno(), 2)
+            rendered = agraph.draw(format=fmt, prog="dot")
+        finally:
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
+        captured.seek(0)
+        for line in captured.read().decode("utf-8", "replace").splitlines():
+            if not line.startswith("Fontconfig warning"):
+                print(line, file=sys.stderr)
+    return rendered
 
 
 def _label(text):
