@@ -28,6 +28,11 @@ class FunctionCtx:
     """The `ctx` of a Function: what forward leaves for backward."""
 
     _known = {"needs_input_grad", "materialize_grads"}
+    # Class defaults: most Functions never call save_for_forward, so apply pays nothing for it.
+    _saved_forward = ()
+    _forward_versions = ()
+    _in_jvp = False  # True while kit.func calls the Function's jvp: saved_tensors is then
+    # what save_for_forward kept, as in PyTorch
 
     def __init__(self):
         object.__setattr__(self, "needs_input_grad", ())
@@ -70,11 +75,11 @@ class FunctionCtx:
         )
 
     def save_for_forward(self, *tensors):
-        """Keep tensors for a `jvp` staticmethod (PyTorch's forward mode).
+        """Keep tensors (None allowed) for the `jvp` staticmethod, which reads them as
+        `ctx.saved_tensors` (as in PyTorch; jvp sees () if nothing was saved this way).
 
-        NOTE: kit.func.jvp / jacfwd / hessian are reverse-over-reverse: they differentiate
-        backward again and never call a Function's jvp, so nothing in kit reads these.
-        """
+        kit.func.jvp / jacfwd call a Function's jvp where it defines one
+        (kit/func/_function_jvp.py)."""
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(
@@ -85,6 +90,8 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
+        if self._in_jvp:
+            return self._forward_tensors()
         saved = self._saved
         if saved is _FREED:
             raise RuntimeError(
@@ -99,6 +106,23 @@ class FunctionCtx:
             check_versions(node)
             return tuple(node.unpack(v) for v in saved)
         return saved
+
+    def _forward_tensors(self):
+        """saved_tensors inside jvp. PyTorch calls jvp during forward; kit calls it later, so a
+        tensor changed in place since save_for_forward is refused rather than silently used."""
+        node = self._node
+        if node is None:
+            return self._saved_forward
+        for value, expected in zip(self._saved_forward, self._forward_versions, strict=True):
+            if value is not None and value._vc[0] != expected:
+                raise RuntimeError(
+                    f"one of the variables needed for forward-mode gradient computation has been "
+                    f"modified by an inplace operation: a tensor of shape {list(value.shape)} "
+                    f"saved with ctx.save_for_forward by {node.function.__name__} is at version "
+                    f"{value._vc[0]}; expected version {expected} instead. Fix: do not modify it "
+                    f"in place after the call (use an out-of-place op, or .clone() it first)."
+                )
+        return tuple(node.unpack(v) for v in self._saved_forward)
 
     def mark_dirty(self, *tensors):
         """Declare inputs that forward modified in place (and returns)."""
@@ -129,11 +153,20 @@ class _SavedOutput:
         self.dtype = output.dtype
 
 
+class FORWARD_MODE:  # noqa: N801 - a switch, like kit.ops._vmap.VMAP
+    """Written only by kit.func (kit/func/_function_jvp.py): while jvp / jacfwd record a
+    backward pass to differentiate it with respect to its incoming gradients, `backward` is
+    set and every FunctionNode's recorded backward goes through it."""
+
+    backward = None  # backward(node, grads) -> one gradient per input
+
+
 class FunctionNode(Node):
     """The graph node of one call to a Function."""
 
     __slots__ = (
-        "ctx", "function", "n_inputs", "n_given", "input_names", "outputs_data", "out_vcs",
+        "ctx", "function", "n_inputs", "n_given", "input_names", "input_meta", "outputs_data",
+        "out_vcs",
     )
     kind = "custom"
 
@@ -145,6 +178,11 @@ class FunctionNode(Node):
         self.n_inputs = len(inputs)
         self.n_given = len(inputs)  # gradients backward must return at least (see _bind)
         self.input_names = _input_names(function, inputs)
+        # (shape, dtype) per input, None for non-tensors: jvp gets zeros for a float input
+        # that has no tangent, as in PyTorch
+        self.input_meta = tuple(
+            (a.shape, a.dtype) if isinstance(a, Tensor) else None for a in inputs
+        )
         self.outputs_data = [o.data if isinstance(o, Tensor) else None for o in outputs]
         self.out_vcs = [o._vc if isinstance(o, Tensor) else None for o in outputs]
 
@@ -182,6 +220,13 @@ class FunctionNode(Node):
         return value
 
     def apply(self, grads, differentiable):
+        through_jvp = FORWARD_MODE.backward
+        if through_jvp is not None and differentiable:
+            return through_jvp(self, grads)  # kit.func.jvp is recording this backward
+        return self.run_backward(grads, differentiable)
+
+    def run_backward(self, grads, differentiable):
+        """The Function's backward on the gradients of its outputs (the engine's step)."""
         ctx = self.ctx
         if ctx._saved is _FREED:
             return ctx.saved_tensors  # raises the "second time" error
@@ -528,6 +573,12 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
             for t, v in zip(saved, ctx._versions)
         )
         node.saved = tuple(t for t in saved)
+        if ctx._saved_forward:
+            forward_saved = tuple(_mark_output(t, final) for t in ctx._saved_forward)
+            object.__setattr__(ctx, "_saved_forward", forward_saved)
+            object.__setattr__(ctx, "_forward_versions", tuple(
+                -1 if t is None else t._vc[0] for t in forward_saved
+            ))
     return final[0] if single else tuple(final)
 
 
@@ -552,19 +603,25 @@ def once_differentiable(backward):
         # the saved tensors alone silently loses that term (the result has no grad_fn). kit
         # also looks at the saved tensors and raises instead.
         saved = ctx.saved_tensors if isinstance(ctx, FunctionCtx) and ctx._saved else ()
+        # under kit.func.vmap (jacrev, hessian) values are BatchedTensors: mark the physical ones
+        from kit.func._batched import BatchedTensor, physical
+        from kit.ops._record import record
+
         sources = tuple(
-            t for t in (*grads, *saved) if isinstance(t, Tensor) and t.requires_grad
+            physical(t) for t in (*grads, *saved) if isinstance(t, Tensor) and t.requires_grad
         )
         if not sources:
             return result
-        from kit.ops._record import record
+        node = ctx._node if isinstance(ctx, FunctionCtx) else None
+        name = node.function.__name__ if node is not None else backward.__qualname__
+
+        def mark(r):
+            if type(r) is BatchedTensor:
+                return BatchedTensor(mark(r.value), r.levels)
+            return record("once_differentiable", _twice_rule, r.data, sources, params=name)
 
         results = result if isinstance(result, tuple) else (result,)
-        wrapped = tuple(
-            record("once_differentiable", _twice_rule, r.data, sources) if isinstance(r, Tensor)
-            else r
-            for r in results
-        )
+        wrapped = tuple(mark(r) if isinstance(r, Tensor) else r for r in results)
         return wrapped if isinstance(result, tuple) else wrapped[0]
 
     return wrapper
@@ -572,7 +629,9 @@ def once_differentiable(backward):
 
 def _twice_rule(node, g):
     raise RuntimeError(
-        "trying to differentiate twice a function that was marked with @once_differentiable. "
-        "Fix: write its backward with kit operations (no NumPy) and drop the decorator, or do "
-        "not ask for a higher-order gradient through it"
+        f"trying to differentiate twice a function that was marked with @once_differentiable "
+        f"({node.params}). Fix: write its backward with kit operations (no NumPy) and drop the "
+        f"decorator, or do not ask for a higher-order gradient through it (a Function with a "
+        f"jvp staticmethod gets second derivatives from jacfwd(jacfwd(f)), which never "
+        f"differentiates backward)"
     )

@@ -2,9 +2,10 @@
 
 `jvp(f, x, v)` uses the double-vjp identity: the pullback u -> J^T u is linear in u, and
 differentiating it again, against v, gives J v. So it needs backward rules that are themselves
-differentiable: all kit primitives are; a custom Function's backward must be written with kit
-operations (its `jvp` staticmethod is not called). Results equal forward mode's up to rounding;
-the cost is that of two reverse passes.
+differentiable: all kit primitives are. A custom Function that defines the `jvp` staticmethod is
+differentiated through it, as in PyTorch's forward mode (kit/func/_function_jvp.py), so its
+backward may use NumPy; one without jvp needs a backward written with kit operations. Results
+equal forward mode's up to rounding; the cost is that of two reverse passes.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import functools
 
 from kit._tensor import Tensor
+from kit.func._function_jvp import recording_pullback
 from kit.func._grad import _argnums, _basis, _detached, _split_aux, jacrev, vjp
 from kit.func._vmap import vmap
 
@@ -22,7 +24,8 @@ def _linearize(func, primals):
     if not isinstance(out, Tensor):
         raise RuntimeError("jvp(f, primals, tangents): f must return a single Tensor")
     u = out.detach() * 0  # any point works: vjp_fn is linear in its cotangent
-    _, vjp_of_vjp = vjp(vjp_fn, u)
+    with recording_pullback():  # custom Functions record their jvp staticmethod, where defined
+        _, vjp_of_vjp = vjp(vjp_fn, u)
 
     def jvp_fn(*tangents):
         for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
@@ -65,7 +68,9 @@ def jvp(func, primals, tangents, has_aux=False):
         return out
 
     out, jvp_fn = _linearize(plain, primals)
-    tangent_out = jvp_fn(*tangents).detach()
+    # No detach: the pullback keeps a graph only for an enclosing transform (grad of jvp,
+    # jacfwd of jacfwd), which needs it.
+    tangent_out = jvp_fn(*tangents)
     return (out, tangent_out, _detached(aux[0], False)) if has_aux else (out, tangent_out)
 
 
@@ -107,7 +112,7 @@ def jacfwd(func, argnums=0, has_aux=False):
             cols = vmap(column)(_basis(primal))  # (numel_i, *out.shape)
             k = out.ndim
             cols = cols.permute(tuple(range(1, k + 1)) + (0,)) if k else cols
-            jacs.append(cols.reshape(tuple(out.shape) + tuple(primal.shape)).detach())
+            jacs.append(cols.reshape(tuple(out.shape) + tuple(primal.shape)))
         jac = jacs[0] if isinstance(argnums, int) else tuple(jacs)
         return (jac, _detached(aux[0], False)) if has_aux else jac
 
