@@ -293,30 +293,34 @@ def test_without_jvp_a_non_differentiable_backward_gives_pytorchs_error(kind, wh
                                [0.5, -1.0], rtol=1e-6)
 
 
+class Exp(kit.Function):
+    """exp with a jvp, a @once_differentiable backward (kit ops, so that vmap can batch it) and
+    a generated vmap rule."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return x.exp()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    @kit.function.once_differentiable
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+    @staticmethod
+    def jvp(ctx, x_t):
+        (y,) = ctx.saved_tensors
+        return x_t * y
+
+
 def test_hessian_through_jvp_and_once_differentiable_backward_is_refused_with_the_way_out():
-    class Exp(kit.Function):  # kit ops so that jacrev can vmap the backward
-        generate_vmap_rule = True
-
-        @staticmethod
-        def forward(x):
-            return x.exp()
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(output)
-            ctx.save_for_forward(output)
-
-        @staticmethod
-        @kit.function.once_differentiable
-        def backward(ctx, g):
-            (y,) = ctx.saved_tensors
-            return g * y
-
-        @staticmethod
-        def jvp(ctx, x_t):
-            (y,) = ctx.saved_tensors
-            return x_t * y
-
     def f(x):
         return (Exp.apply(x).sin() * x).sum()
 
@@ -409,3 +413,12 @@ def test_nested_transforms_through_a_function_with_a_numpy_backward_and_a_jvp():
                                np.exp([0.0, 1.0]) * [1.0, 2.0], rtol=1e-6)
     with pytest.raises(RuntimeError, match="calling .numpy\\(\\) on a BatchedTensor"):
         jacrev(jacfwd(lambda x: fn.apply(x).sum()))(xs[0])  # jacrev vmaps that NumPy backward
+
+
+def test_generated_vmap_rule_batches_the_jvp_too():
+    xs = kit.tensor([[0.0, 1.0], [2.0, -1.0]])
+    e = np.exp(xs.numpy())
+    got = vmap(lambda x: jvp(Exp.apply, (x,), (x,))[1])(xs)  # the backward cannot be used here
+    np.testing.assert_allclose(got.numpy(), e * xs.numpy(), rtol=1e-6)
+    jac = vmap(jacfwd(Exp.apply))(xs)
+    np.testing.assert_allclose(jac.numpy(), [np.diag(row) for row in e], rtol=1e-6)

@@ -140,29 +140,40 @@ def _with_generated_rule(cls, inputs):
                            tuple(physical(t) for t in ctx._non_differentiable))
         object.__setattr__(ctx, "_dirty", tuple(physical(t) for t in ctx._dirty))
 
-    def backward(ctx, *grads):
-        batched = [None if g is None else lift(g, lv)
-                   for g, lv in zip(grads, state["out_levels"], strict=True)]
-        with batching(), _explained(cls, "backward"):
-            result = _backward_of(cls)(ctx, *batched)
+    def relay(method, name, ctx, values, in_levels, out_levels):
+        """The user's backward (or jvp) on batched values; its results physical again."""
+        batched = [None if v is None else lift(v, lv)
+                   for v, lv in zip(values, in_levels, strict=True)]
+        with batching(), _explained(cls, name):
+            result = method(ctx, *batched)
         result = result if isinstance(result, tuple) else (result,)
         out = []
-        for i, g in enumerate(result):
-            lv = state["levels"][i] if i < len(state["levels"]) else None
-            if g is None or not isinstance(g, Tensor) or lv is None:
-                out.append(g)
+        for i, v in enumerate(result):
+            lv = out_levels[i] if i < len(out_levels) else None
+            if v is None or not isinstance(v, Tensor) or lv is None:
+                out.append(v)
                 continue
             with batching():
-                out.append(lower(g, lv, levels, sizes))
+                out.append(lower(v, lv, levels, sizes))
         return tuple(out)
 
-    vmapped = type(cls.__name__, (Function,), {
+    def backward(ctx, *grads):
+        return relay(_backward_of(cls), "backward", ctx, grads, state["out_levels"],
+                     state["levels"])
+
+    def jvp(ctx, *tangents):
+        return relay(cls.jvp, "jvp", ctx, tangents, state["levels"], state["out_levels"])
+
+    body = {
         "forward": staticmethod(forward),
         "setup_context": staticmethod(setup_context),
         "backward": staticmethod(backward),
         "frontend": getattr(cls, "frontend", Function.frontend),
         "__doc__": f"{cls.__name__} on a whole batch (generate_vmap_rule=True).",
-    })
+    }
+    if cls.jvp is not Function.jvp:  # kit.func.jvp calls it (kit/func/_function_jvp.py)
+        body["jvp"] = staticmethod(jvp)
+    vmapped = type(cls.__name__, (Function,), body)
     outputs = vmapped.apply(*(physical(a) for a in inputs))
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
