@@ -422,3 +422,12 @@ def test_generated_vmap_rule_batches_the_jvp_too():
     np.testing.assert_allclose(got.numpy(), e * xs.numpy(), rtol=1e-6)
     jac = vmap(jacfwd(Exp.apply))(xs)
     np.testing.assert_allclose(jac.numpy(), [np.diag(row) for row in e], rtol=1e-6)
+
+
+def test_the_docstring_examples_run():
+    import doctest
+
+    import kit.func._forward
+
+    result = doctest.testmod(kit.func._forward)
+    assert result.attempted >= 12 and result.failed == 0

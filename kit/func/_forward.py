@@ -43,12 +43,28 @@ def _linearize(func, primals):
 def jvp(func, primals, tangents, has_aux=False):
     """`(func(*primals), J @ tangents)`: a Jacobian-vector product (forward-mode result).
 
-    kit computes it by reverse-over-reverse (two vjps), not with a forward-mode engine.
+    kit computes it by reverse-over-reverse (two vjps), not with a forward-mode engine. A custom
+    Function's `jvp(ctx, *tangents)` staticmethod is called where defined, as in PyTorch, so its
+    backward may use NumPy; in jvp, `ctx.saved_tensors` is what `ctx.save_for_forward` kept.
 
     >>> import kit
+    >>> import numpy as np
     >>> from kit.func import jvp
     >>> jvp(lambda x: x ** 2, (kit.tensor([1.0, 2.0]),), (kit.tensor([1.0, 1.0]),))
     (tensor([1., 4.]), tensor([2., 4.]))
+    >>> class NumpyExp(kit.Function):
+    ...     @staticmethod
+    ...     def forward(x):
+    ...         return kit.tensor(np.exp(x.numpy()))
+    ...     @staticmethod
+    ...     def setup_context(ctx, inputs, output):
+    ...         ctx.save_for_forward(output)
+    ...     @staticmethod
+    ...     def jvp(ctx, x_t):
+    ...         (y,) = ctx.saved_tensors
+    ...         return x_t * y
+    >>> jvp(NumpyExp.apply, (kit.tensor([0.0, 1.0]),), (kit.tensor([1.0, 2.0]),))[1]
+    tensor([1.    , 5.4366])
     """
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError(
