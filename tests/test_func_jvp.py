@@ -278,6 +278,22 @@ def test_a_function_without_jvp_and_a_differentiable_backward_still_works():
     np.testing.assert_allclose(hessian(lambda x: fn.apply(x).sum())(x).numpy(), np.diag(want),
                                rtol=1e-6)
 
+    class Two(kit.Function):  # an unused output's gradient is a constant zero: still fine
+        @staticmethod
+        def forward(a, b):
+            return a * 2, b * 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga * 2, gb * 3
+
+    tangent = jvp(lambda x: Two.apply(x, x * 1)[1], (x,), (kit.ones(2),))[1]
+    np.testing.assert_allclose(tangent.numpy(), [3.0, 3.0])
+
 
 @pytest.mark.parametrize("kind, why", [("once_differentiable", "marked @once_differentiable"),
                                        ("numpy", "does not depend on grad_output")])

@@ -160,22 +160,21 @@ def _differentiable_backward(node, grads):
     result = node.run_backward(grads, True)
     if not any(isinstance(g, Tensor) and g.requires_grad for g in grads):
         return result
-    for i, g in enumerate(result):
-        if g is None or node.next_functions[i] is None:
-            continue
-        if g.grad_fn is not None and g.grad_fn.op == "once_differentiable":
-            why = "it is marked @once_differentiable"
-        elif not g.requires_grad:
-            why = (f"its gradient for input {node.input_names[i]} does not depend on grad_output "
-                   f"in the graph (computed with NumPy?)")
-        else:
-            continue
-        cls = node.function.__name__
-        raise NotImplementedError(
-            f"You must implement the jvp function for custom autograd.Function to use it with "
-            f"forward mode AD. {cls} has no jvp staticmethod, so kit.func.jvp / jacfwd "
-            f"differentiate its backward a second time (reverse-over-reverse), but {why}. Fix: "
-            f"define jvp(ctx, *tangents) returning one tangent per output (keep what it needs "
-            f"with ctx.save_for_forward), or write backward with kit operations."
-        )
-    return result
+    needed = [g for g, edge in zip(result, node.next_functions, strict=True)
+              if g is not None and edge is not None]
+    if any(g.grad_fn is not None and g.grad_fn.op == "once_differentiable" for g in needed):
+        why = "it is marked @once_differentiable"
+    elif needed and not any(g.requires_grad for g in needed):
+        # NOTE: one constant result among others can be a true zero (an unused output's
+        # gradient); all of them constant while grad_output is not means NumPy (or a detach).
+        why = "its gradients do not depend on grad_output in the graph (computed with NumPy?)"
+    else:
+        return result
+    cls = node.function.__name__
+    raise NotImplementedError(
+        f"You must implement the jvp function for custom autograd.Function to use it with "
+        f"forward mode AD. {cls} has no jvp staticmethod, so kit.func.jvp / jacfwd "
+        f"differentiate its backward a second time (reverse-over-reverse), but {why}. Fix: "
+        f"define jvp(ctx, *tangents) returning one tangent per output (keep what it needs "
+        f"with ctx.save_for_forward), or write backward with kit operations."
+    )
