@@ -296,7 +296,7 @@ def test_a_function_without_jvp_and_a_differentiable_backward_still_works():
 
 
 @pytest.mark.parametrize("kind, why", [("once_differentiable", "marked @once_differentiable"),
-                                       ("numpy", "does not depend on grad_output")])
+                                       ("numpy", "do not depend on grad_output")])
 def test_without_jvp_a_non_differentiable_backward_gives_pytorchs_error(kind, why):
     fn = _exp_function(kind, with_jvp=False)
     x = kit.tensor([0.5, -1.0])
