@@ -31,8 +31,9 @@ class FunctionCtx:
     # Class defaults: most Functions never call save_for_forward, so apply pays nothing for it.
     _saved_forward = ()
     _forward_versions = ()
-    _in_jvp = False  # True while kit.func calls the Function's jvp: saved_tensors is then
-    # what save_for_forward kept, as in PyTorch
+    # True while kit.func calls the Function's jvp: saved_tensors is then what
+    # save_for_forward kept, as in PyTorch.
+    _in_jvp = False
 
     def __init__(self):
         object.__setattr__(self, "needs_input_grad", ())
