@@ -16,7 +16,7 @@ import warnings
 import weakref
 
 from kit import backend
-from kit._tensor import Tensor
+from kit._tensor import Tensor, bump_version, version_counter
 from kit.engine import Node, check_versions
 from kit.grad_mode import STATE, no_grad
 from kit.ops._vmap import VMAP
@@ -149,7 +149,7 @@ class _SavedOutput:
 
     def __init__(self, index, output):
         self.index = index
-        self._vc = output._vc
+        self._vc = version_counter(output)
         self.shape = output.shape
         self.dtype = output.dtype
 
@@ -167,7 +167,6 @@ class FunctionNode(Node):
 
     __slots__ = (
         "ctx", "function", "n_inputs", "n_given", "input_names", "input_meta", "outputs_data",
-        "out_vcs",
     )
     kind = "custom"
 
@@ -185,7 +184,6 @@ class FunctionNode(Node):
             (a.shape, a.dtype) if isinstance(a, Tensor) else None for a in inputs
         )
         self.outputs_data = [o.data if isinstance(o, Tensor) else None for o in outputs]
-        self.out_vcs = [o._vc if isinstance(o, Tensor) else None for o in outputs]
 
     @property
     def frontend(self):
@@ -547,10 +545,10 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
     for o in outputs:
         if isinstance(o, Tensor):
             if any(o is t for t in dirty):
-                o._vc[0] += 1
+                bump_version(o)
             elif any(o is a for a in inputs):
                 alias = Tensor(o.data)  # an input returned unchanged is a new (view) tensor
-                alias._vc = o._vc
+                alias._vc = version_counter(o)
                 o = alias
         final.append(o)
     if recording:

@@ -10,11 +10,12 @@ import functools
 
 
 class _State:
-    __slots__ = ("enabled", "anomaly")
+    __slots__ = ("enabled", "anomaly", "keep_outputs")
 
     def __init__(self):
         self.enabled = True
         self.anomaly = False
+        self.keep_outputs = False
 
 
 STATE = _State()
@@ -27,6 +28,15 @@ def is_grad_enabled() -> bool:
 
 def is_anomaly_enabled() -> bool:
     return STATE.anomaly
+
+
+def keep_output_refs(flag: bool = True) -> None:
+    """Let graph nodes recorded from now on reach their output tensors while those are alive.
+
+    Tools that draw a graph with its intermediate values (kit.viz turns this on when imported)
+    need it; it costs a weak reference per recorded op, so it is off otherwise.
+    """
+    STATE.keep_outputs = bool(flag)
 
 
 class _Mode:

@@ -332,7 +332,43 @@ def test_node_public_attributes():
     assert acc.variable is x and acc.outputs() == (x,)
     assert exp_node.output_meta == (((2,), kit.float64),)
     assert len(exp_node.saved_values()) == 1 and not exp_node.released()
-    assert y.grad_fn.outputs()[0] is y and repr(y.grad_fn) == "<MulBackward0>"
+    assert repr(y.grad_fn) == "<MulBackward0>"
     assert "grad_fn=<MulBackward0>" in repr(y)
     z.backward()
     assert exp_node.released() and exp_node.saved_values() == ()
+
+
+def test_nodes_reach_their_outputs_only_when_asked():
+    """Output references cost a weak reference per op, so they are opt-in (kit.viz turns them on)."""
+    from kit.grad_mode import STATE, keep_output_refs
+
+    before = STATE.keep_outputs
+    try:
+        x = kit.tensor([1.0, 2.0], requires_grad=True)
+        keep_output_refs(False)
+        y = x * 2
+        assert y.grad_fn.outputs() == (None,)
+        keep_output_refs(True)
+        z = x * 3
+        assert z.grad_fn.outputs()[0] is z
+        del z
+        import gc
+
+        gc.collect()
+        assert (x * 4).grad_fn.outputs()[0] is None  # the weak reference does not keep it alive
+    finally:
+        keep_output_refs(before)
+    assert y.grad_fn.outputs() == (None,)
+
+
+def test_version_counters_are_shared_only_when_needed():
+    """A fresh tensor shares one read-only counter; in-place changes and views get their own."""
+    a, b = kit.tensor([1.0]), kit.tensor([2.0])
+    assert a._vc is b._vc and a._version == 0
+    a += 1
+    assert a._version == 1 and b._version == 0
+    c = b.detach()
+    b.add_(1)
+    assert c._version == 1  # a detached view sees the change, as in PyTorch
+    with pytest.raises(TypeError):
+        kit.tensor([0.0])._vc[0] += 1  # the shared counter cannot be bumped by mistake

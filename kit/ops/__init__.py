@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 
-from kit._tensor import Tensor
+from kit._tensor import Tensor, bump_version
 from kit.grad_mode import STATE
 from kit.ops import composite, elementwise, linalg, movement, reductions, sorting
 from kit.ops._record import data_of
@@ -70,7 +70,7 @@ def _rebase(t, result):
     t.data = result.data
     t.grad_fn, t._nr, t._edge = result.grad_fn, result._nr, result._edge
     t.requires_grad = result.requires_grad
-    t._vc[0] += 1
+    bump_version(t)
     return t
 
 
@@ -109,7 +109,7 @@ def _inplace(name, op, fast=None):
             else:
                 _check_writeable(name, self)
                 self.data[...] = op(Tensor(self.data), other, *args, **kwargs).data
-            self._vc[0] += 1
+            bump_version(self)
             return self
         result = op(_alias(self), other, *args, **kwargs)
         if result.shape != self.shape:
@@ -138,7 +138,7 @@ def _setitem(self, index, value):
         index = movement._index_arg(index)
         _check_writeable("setitem", self)
         self.data[index] = v
-        self._vc[0] += 1
+        bump_version(self)
         return
     _rebase(self, index_put(_alias(self), index, value))
 

@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 
 from kit import backend
-from kit._tensor import Tensor, _to_array, float32
+from kit._tensor import Tensor, _to_array, float32, version_counter
 from kit.engine import OUTPUT, Node
 from kit.grad_mode import STATE
 
@@ -60,11 +60,12 @@ def record(op, rule, out, inputs, saved=(), params=None):
     node = Node(op, rule, edges, saved, versions, params, meta)
     if saves_output:
         node.out_data = out
-        node.out_vc = y._vc
+        node.out_vc = version_counter(y)
     y.requires_grad = True
     y.grad_fn = node
     y._edge = (node, 0)
-    node.out_ref = weakref.ref(y)
+    if STATE.keep_outputs:
+        node.out_ref = weakref.ref(y)
     return y
 
 

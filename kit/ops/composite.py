@@ -1,12 +1,14 @@
-"""Composites: built from primitives, so they own no gradient code."""
+"""Composites: built from primitives, so they own no gradient code.
+
+The exception, with its reason, is cross-entropy against class indices (kit/ops/losses.py).
+"""
 
 from __future__ import annotations
 
-from kit import backend
 from kit._tensor import Tensor
 from kit.ops._vmap import VMAP
 from kit.ops.elementwise import where
-from kit.ops.movement import getitem
+from kit.ops.losses import fused_cross_entropy
 from kit.ops.reductions import logsumexp, mean
 from kit.ops.reductions import sum as sum_
 
@@ -45,7 +47,6 @@ def cross_entropy(logits, target, reduction="mean"):
         raise ValueError(
             f"kit.cross_entropy: expected logits of shape (N, C), got {tuple(logits.shape)}"
         )
-    logp = log_softmax(logits, dim=1)
     t = target.data if isinstance(target, Tensor) else target
     if t.dtype.kind in "iu":
         n, c = logits.shape
@@ -58,13 +59,15 @@ def cross_entropy(logits, target, reduction="mean"):
                 f"kit.cross_entropy: target holds class {int(t.max())} but logits have {c} "
                 f"classes (valid: 0..{c - 1})"
             )
-        xp = backend.get_array_module(t)
-        return _reduce(-getitem(logp, (xp.arange(n), t)), reduction, "cross_entropy")
+        if reduction not in ("mean", "sum", "none"):
+            _reduce(None, reduction, "cross_entropy")  # raises the clear error
+        return fused_cross_entropy(logits, t, reduction)
     if tuple(t.shape) != tuple(logits.shape):
         raise ValueError(
             f"kit.cross_entropy: probability target must have the logits' shape "
             f"{tuple(logits.shape)}, got {tuple(t.shape)}"
         )
+    logp = log_softmax(logits, dim=1)
     return _reduce(-sum_(logp * target, axis=1), reduction, "cross_entropy")
 
 

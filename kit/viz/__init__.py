@@ -6,8 +6,12 @@
   gradient-flow plots (matplotlib) with vanishing/exploding thresholds marked;
 - `explorer`, `step_backward`, `gradcheck_view`: ipywidgets views, each with a static fallback
   (`.static()`) and drivable from Python (set a slider's `.value`, `.click()` a button).
+
+Importing kit.viz turns on `kit.grad_mode.keep_output_refs()`, so graphs recorded afterwards can
+show the values of their intermediate tensors (a weak reference per op, off by default for speed).
 """
 
+from kit.grad_mode import keep_output_refs
 from kit.viz._style import EXPLODING, VANISHING, Plot, grad_colour
 from kit.viz._trace import Step, trace_backward
 from kit.viz.drawing import GraphDrawing, draw_graph
@@ -21,6 +25,8 @@ from kit.viz.flow import (
 from kit.viz.gradcheck_view import GradcheckView, gradcheck_view
 from kit.viz.graph import graph_data
 from kit.viz.widgets import Explorer, StepBackward, explorer, step_backward
+
+keep_output_refs(True)
 
 __all__ = [
     "EXPLODING", "VANISHING", "Explorer", "GradHistory", "GradcheckView", "GraphDrawing", "Plot",

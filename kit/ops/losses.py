@@ -1,0 +1,54 @@
+"""Cross-entropy with class-index targets: the one fused primitive among the losses.
+
+Stated reason (DESIGN.md allows a fused primitive for stability or speed): spelt with primitives,
+`-log_softmax(x)[range(N), t].mean()` records five nodes (logsumexp, sub, getitem, neg, mean)
+and scatters its gradient through a zero matrix; fused, it is one node whose gradient is the
+textbook `(softmax(x) - onehot(t)) * g / N`, computed from the probabilities forward already
+made. The log-sum-exp is taken with the row maximum subtracted, so large logits cannot overflow.
+tests/test_ops_losses.py checks it against the composite spelling, finite differences and
+PyTorch, to first and second order.
+"""
+
+from __future__ import annotations
+
+from kit import backend
+from kit._tensor import Tensor
+from kit.ops._record import data_of, record
+
+
+def _fused_ce_rule(node, g, x, probs):
+    target, reduction = node.params
+    if isinstance(x, Tensor):  # create_graph: rebuild the probabilities differentiably
+        from kit.ops.composite import softmax
+
+        probs = softmax(x, 1)
+    d = data_of(x)
+    xp = backend.get_array_module(d)
+    n = d.shape[0]
+    onehot = xp.zeros(d.shape, dtype=d.dtype)
+    onehot[xp.arange(n), target] = 1
+    if reduction == "none":
+        weight = g.reshape((n, 1))
+    else:
+        weight = g / n if reduction == "mean" else g
+    return ((probs - onehot) * weight,)
+
+
+def fused_cross_entropy(logits, target, reduction):
+    """Cross-entropy of logits (N, C) against class indices (N,), as one node (see above)."""
+    d = logits.data
+    xp = backend.get_array_module(d)
+    n = d.shape[0]
+    shifted = d - d.max(axis=1, keepdims=True)
+    exp = xp.exp(shifted)
+    total = exp.sum(axis=1, keepdims=True)
+    losses = xp.log(total[:, 0]) - shifted[xp.arange(n), target]
+    if reduction == "mean":
+        out = losses.mean() if n else xp.asarray(xp.nan, dtype=d.dtype)
+    elif reduction == "sum":
+        out = losses.sum()
+    else:
+        out = losses
+    return record(
+        "cross_entropy", _fused_ce_rule, out, (logits,), (logits, exp / total), (target, reduction)
+    )
