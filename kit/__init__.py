@@ -9,14 +9,41 @@ tensor([2., 4., 6.])
 
 from kit import backend, func
 from kit._tensor import (
-    Tensor, arange, bool_, empty, eye, float16, float32, float64, from_numpy, full, int8, int16,
-    int32, int64, linspace, manual_seed, ones, ones_like, rand, randint, randn, tensor, uint8,
-    zeros, zeros_like,
+    Tensor,
+    arange,
+    bool_,
+    empty,
+    eye,
+    float16,
+    float32,
+    float64,
+    from_numpy,
+    full,
+    int8,
+    int16,
+    int32,
+    int64,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randint,
+    randn,
+    tensor,
+    uint8,
+    zeros,
+    zeros_like,
 )
 from kit.autograd import backward, grad
 from kit.function import Function, FunctionCtx, once_differentiable
 from kit.grad_mode import (
-    detect_anomaly, enable_grad, is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled,
+    detect_anomaly,
+    enable_grad,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
 )
 from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from kit.ops import *  # noqa: F403 - the primitive set is kit's namespace, as in torch

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import weakref
 import warnings
+import weakref
 
 import numpy as np
 
@@ -228,7 +228,8 @@ class Tensor:
     def detach(self):
         """A new Tensor sharing the data, cut from the graph."""
         t = Tensor(self.data)
-        t._vc = version_counter(self)  # a view: in-place changes on either are seen by saved-tensor checks
+        # A view: in-place changes on either are seen by saved-tensor checks.
+        t._vc = version_counter(self)
         return t
 
     def detach_(self):

@@ -22,7 +22,7 @@ def _root_grads(outputs, grad_outputs, create_graph, who):
             f"output (None for a scalar output)"
         )
     roots, grads = [], []
-    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs, strict=True)):
         if not isinstance(out, Tensor):
             raise TypeError(f"{who}: output {i} is a {type(out).__name__}, expected a Tensor")
         if not out.requires_grad:
@@ -84,7 +84,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         # The same array may reach several inputs (x + y), or be a view or the caller's own
         # gradient: accumulate as the engine does, so that no two .grad share memory.
         owned = set() if create_graph else {id(g if g.base is None else g.base) for g in grads}
-        for t, g in zip(inputs, found):
+        for t, g in zip(inputs, found, strict=True):
             if g is not None:
                 _accumulate(t, g if create_graph else g.data, create_graph, owned)
         return

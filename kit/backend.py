@@ -1,8 +1,8 @@
 """Array backends: NumPy always, CuPy when a GPU is really usable.
 
 `xp` is always the module of the data (`get_array_module`), never a global. CuPy is probed once,
-behind a guard that keeps the reason it cannot be used (not installed, no driver, no device), because
-on a machine without a GPU `import cupy` succeeds and only the first real use fails.
+behind a guard that keeps the reason it cannot be used (not installed, no driver, no device),
+because on a machine without a GPU `import cupy` succeeds and only the first real use fails.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The graph and the reverse pass.
 
 Every recorded call, a built-in primitive or a user's Function, is one `Node`. A node knows the
-nodes that produced its inputs (`next_functions`, as in PyTorch), what it saved for backward, and the
-shape and dtype of its outputs. Leaves that require grad end in an `AccumulateGrad` node.
+nodes that produced its inputs (`next_functions`, as in PyTorch), what it saved for backward,
+and the shape and dtype of its outputs. Leaves that require grad end in an `AccumulateGrad` node.
 
 The reverse pass (`run_backward`) is iterative: it counts, for each node, how many consumers will
 send it a gradient, then runs a node once all of them have. Gradients live in a dict local to the
@@ -14,7 +14,6 @@ Tensors with grad mode on, so the gradient is itself differentiable.
 
 from __future__ import annotations
 
-import math
 import traceback
 
 import numpy as np
@@ -141,7 +140,7 @@ class AccumulateGrad(Node):
 
 def check_versions(node):
     """Raise if a tensor saved by `node` was modified in place after it was saved."""
-    for value, expected in zip(node.saved, node.versions):
+    for value, expected in zip(node.saved, node.versions, strict=True):
         if expected < 0:
             continue
         vc = node.out_vc if value is _OUT else value._vc
@@ -193,7 +192,7 @@ def _sum_compatible(have, want):
     """True when `want` broadcasts to `have`, so summing `have` down to `want` undoes it."""
     if len(want) > len(have):
         return False
-    return all(w == h or w == 1 for h, w in zip(have[len(have) - len(want):], want))
+    return all(w == h or w == 1 for h, w in zip(have[len(have) - len(want):], want, strict=True))
 
 
 def _sum_to(g, shape, differentiable):
@@ -251,7 +250,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     differentiable = create_graph
     deps = _collect({node for node, _ in roots})
     buffers = {}
-    for (node, index), g in zip(roots, root_grads):
+    for (node, index), g in zip(roots, root_grads, strict=True):
         _add(buffers, node, index, g)
     captured = [None] * len(capture) if capture is not None else None
     needed = _needed(deps, capture) if capture is not None else None

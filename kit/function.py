@@ -230,7 +230,7 @@ class FunctionNode(Node):
         if ctx._saved is _FREED:
             return ctx.saved_tensors  # raises the "second time" error
         wrapped = []
-        for g, meta in zip(grads, self.output_meta):
+        for g, meta in zip(grads, self.output_meta, strict=True):
             if g is None:
                 if ctx.materialize_grads and meta is not None:
                     xp = backend.get_array_module(self.outputs_data[len(wrapped)])
@@ -569,7 +569,7 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
         object.__setattr__(ctx, "_saved", saved)
         node.versions = tuple(
             -1 if t is None else t._vc[0] if isinstance(t, _SavedOutput) else v
-            for t, v in zip(saved, ctx._versions)
+            for t, v in zip(saved, ctx._versions, strict=True)
         )
         node.saved = tuple(t for t in saved)
         if ctx._saved_forward:

@@ -68,7 +68,7 @@ def numerical_jacobian(func, inputs, eps=1e-6):
             data[at] = orig - eps
             minus = [_host(o) for o in _outputs(func, inputs)]
             data[at] = orig
-            for o, (p, m) in enumerate(zip(plus, minus)):
+            for o, (p, m) in enumerate(zip(plus, minus, strict=True)):
                 if p is not None:
                     cols[o][:, k] = (p - m).reshape(-1) / (2 * eps)
         for o in range(len(outs)):
@@ -92,7 +92,7 @@ def analytical_jacobian(func, inputs):
             seed[r] = 1
             gs = grad(out, wrt, Tensor(seed.reshape(out.shape)), retain_graph=True,
                       allow_unused=True)
-            for (i, _), g in zip(rows.items(), gs):
+            for (i, _), g in zip(rows.items(), gs, strict=True):
                 if g is not None:
                     rows[i][r] = _host(g).reshape(-1)
         for i, m in rows.items():
@@ -124,8 +124,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     inputs = _prepare(inputs)
     numeric = numerical_jacobian(func, inputs, eps)
     analytic = analytical_jacobian(func, inputs)
-    for o, (n_row, a_row) in enumerate(zip(numeric, analytic)):
-        for i, (n, a) in enumerate(zip(n_row, a_row)):
+    for o, (n_row, a_row) in enumerate(zip(numeric, analytic, strict=True)):
+        for i, (n, a) in enumerate(zip(n_row, a_row, strict=True)):
             if n is None:
                 continue
             if a is None:

@@ -339,7 +339,7 @@ def test_node_public_attributes():
 
 
 def test_nodes_reach_their_outputs_only_when_asked():
-    """Output references cost a weak reference per op, so they are opt-in (kit.viz turns them on)."""
+    """Output references cost a weak reference per op: opt-in (kit.viz turns them on)."""
     from kit.grad_mode import STATE, keep_output_refs
 
     before = STATE.keep_outputs

@@ -1,8 +1,9 @@
 """The primitive set, one module per family, and the Tensor methods that call it.
 
 Primitives (own gradient code): elementwise, reductions, movement, linalg.
-Composites (none): sorting.sort/index_add, composite.relu/softmax/log_softmax/cross_entropy/mse_loss,
-linalg.outer and every method below that is spelt with other ops.
+Composites (none): sorting.sort/index_add,
+composite.relu/softmax/log_softmax/cross_entropy/mse_loss, linalg.outer and every method below
+that is spelt with other ops.
 """
 
 from __future__ import annotations
@@ -15,14 +16,53 @@ from kit.ops import composite, elementwise, linalg, movement, reductions, sortin
 from kit.ops._record import data_of
 from kit.ops.composite import cross_entropy, log_softmax, mse_loss, relu, softmax
 from kit.ops.elementwise import (
-    abs, add, clamp, cos, div, eq, exp, ge, gt, le, log, logical_and, logical_not, logical_or,
-    logical_xor, lt, maximum, minimum, mul, ne, neg, pow, sigmoid, sign, sin, sqrt, sub, tanh,
+    abs,
+    add,
+    clamp,
+    cos,
+    div,
+    eq,
+    exp,
+    ge,
+    gt,
+    le,
+    log,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    sub,
+    tanh,
     where,
 )
 from kit.ops.linalg import dot, matmul, mm, outer
 from kit.ops.movement import (
-    broadcast_to, cat, concatenate, expand, flatten, getitem, index_put, index_put_add, movedim,
-    permute, reshape, squeeze, stack, transpose, unsqueeze,
+    broadcast_to,
+    cat,
+    concatenate,
+    expand,
+    flatten,
+    getitem,
+    index_put,
+    index_put_add,
+    movedim,
+    permute,
+    reshape,
+    squeeze,
+    stack,
+    transpose,
+    unsqueeze,
 )
 from kit.ops.reductions import argmax, argmin, logsumexp, max, mean, min, sum
 from kit.ops.sorting import argsort, index_add, sort
@@ -32,10 +72,10 @@ __all__ = [
     "concatenate", "cos", "cross_entropy", "div", "dot", "elementwise", "eq", "exp", "expand",
     "flatten", "ge", "getitem", "gt", "index_add", "index_put", "index_put_add", "le", "linalg",
     "log", "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp",
-    "lt", "matmul", "max", "maximum", "mean", "min", "minimum", "mm", "movedim", "movement", "mse_loss",
-    "mul", "ne", "neg", "outer", "permute", "pow", "reductions", "relu", "reshape", "sigmoid",
-    "sign", "sin", "softmax", "sort", "sorting", "sqrt", "squeeze", "stack", "sub", "sum", "tanh",
-    "transpose", "unsqueeze", "where",
+    "lt", "matmul", "max", "maximum", "mean", "min", "minimum", "mm", "movedim", "movement",
+    "mse_loss", "mul", "ne", "neg", "outer", "permute", "pow", "reductions", "relu", "reshape",
+    "sigmoid", "sign", "sin", "softmax", "sort", "sorting", "sqrt", "squeeze", "stack", "sub",
+    "sum", "tanh", "transpose", "unsqueeze", "where",
 ]
 
 
@@ -225,7 +265,8 @@ _METHODS = {
     "cos": cos, "relu": relu, "sign": sign, "clamp": clamp, "clip": clamp,
     "maximum": maximum, "minimum": minimum,
     # comparisons and logic
-    "__eq__": _equality(eq, False), "__ne__": _equality(ne, True), "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
+    "__eq__": _equality(eq, False), "__ne__": _equality(ne, True),
+    "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
     "__and__": logical_and, "__or__": logical_or, "__xor__": logical_xor,
     "__invert__": logical_not,
@@ -235,9 +276,9 @@ _METHODS = {
     "argmax": _reduction(argmax), "argmin": _reduction(argmin),
     "softmax": _softmax_method(softmax), "log_softmax": _softmax_method(log_softmax),
     # movement
-    "reshape": reshape, "view": reshape, "permute": permute, "movedim": movedim, "transpose": transpose,
-    "swapaxes": transpose, "unsqueeze": unsqueeze, "squeeze": squeeze, "flatten": flatten,
-    "expand": expand, "broadcast_to": broadcast_to,
+    "reshape": reshape, "view": reshape, "permute": permute, "movedim": movedim,
+    "transpose": transpose, "swapaxes": transpose, "unsqueeze": unsqueeze, "squeeze": squeeze,
+    "flatten": flatten, "expand": expand, "broadcast_to": broadcast_to,
     "expand_as": lambda s, other: expand(s, other.shape),
     "t": lambda s: transpose(s, 0, 1) if s.ndim == 2 else s,
     "T": property(lambda s: permute(s, tuple(reversed(range(s.ndim))))),

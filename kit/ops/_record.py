@@ -1,10 +1,10 @@
 """How a primitive becomes a graph node, and the helpers its gradient rules share.
 
 A primitive computes its output on arrays, then calls `record`, which attaches a Node only when grad
-mode is on and an input requires grad. A rule is `rule(node, g, *saved)` and returns one gradient per
-input. During a first-order backward `g` and the saved values are arrays; with create_graph they are
-Tensors. Rules are written with operators and the `dual_*` helpers below, which accept either, so one
-rule serves both.
+mode is on and an input requires grad. A rule is `rule(node, g, *saved)` and returns one gradient
+per input. During a first-order backward `g` and the saved values are arrays; with create_graph
+they are Tensors. Rules are written with operators and the `dual_*` helpers below, which accept
+either, so one rule serves both.
 """
 
 from __future__ import annotations

@@ -316,7 +316,8 @@ def cat(tensors, axis=0):
     try:
         out = backend.get_array_module(arrays[0]).concatenate(arrays, axis=axis)
     except ValueError:
-        raise shape_error("cat", *arrays, detail=f"all sizes except axis {axis} must match") from None
+        detail = f"all sizes except axis {axis} must match"
+        raise shape_error("cat", *arrays, detail=detail) from None
     sizes = tuple(a.shape[axis] for a in arrays)
     return record("cat", _cat_rule, out, tuple(tensors), (), (axis, sizes))
 
