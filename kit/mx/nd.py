@@ -47,6 +47,17 @@ def _nd(data, op):
     return data._t
 
 
+def _named(op, name, doc):
+    """Give a generated function its MXNet name and a docstring."""
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
+
+
+def _shape(shape):
+    return (shape,) if isinstance(shape, int) else tuple(shape)
+
+
 def _out(result, out):
     """MXNet's `out=` argument: write the result into an existing array."""
     if out is None:
@@ -79,8 +90,7 @@ def array(source_array, ctx=None, dtype=None):
 
 def _creator(fill):
     def create(shape, ctx=None, dtype=None, **kwargs):
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        return NDArray(fill(shape, dtype=np.dtype(dtype or _REAL), device=_device(ctx)))
+        return NDArray(fill(_shape(shape), dtype=np.dtype(dtype or _REAL), device=_device(ctx)))
 
     return create
 
@@ -91,8 +101,8 @@ empty = zeros  # NOTE: MXNet leaves empty() uninitialised; kit gives zeros, neve
 
 
 def full(shape, val, ctx=None, dtype=None):
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return NDArray(kit.full(shape, val, dtype=np.dtype(dtype or _REAL), device=_device(ctx)))
+    dtype = np.dtype(dtype or _REAL)
+    return NDArray(kit.full(_shape(shape), val, dtype=dtype, device=_device(ctx)))
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
@@ -121,9 +131,7 @@ def _unary(name, fn):
     def op(data, out=None, name=None):
         return _out(wrap(run(fn, _nd(data, op.__name__))), out)
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise {name} (mx.nd.{name})."
-    return op
+    return _named(op, name, f"Elementwise {name} (mx.nd.{name}).")
 
 
 exp = _unary("exp", ops.exp)
@@ -143,9 +151,7 @@ def _binary(name, fn):
     def op(lhs, rhs, out=None, name=None):
         return _out(wrap(run(fn, unwrap(lhs), unwrap(rhs))), out)
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise {name} with broadcasting (mx.nd.{name})."
-    return op
+    return _named(op, name, f"Elementwise {name} with broadcasting (mx.nd.{name}).")
 
 
 maximum = _binary("maximum", ops.maximum)
@@ -166,9 +172,8 @@ def _same_shape(name, fn):
             )
         return _out(wrap(run(fn, lhs._t, rhs._t)), out)
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise {name[9:]} of two arrays of the same shape (mx.nd.{name})."
-    return op
+    return _named(op, name,
+                  f"Elementwise {name[9:]} of two arrays of the same shape (mx.nd.{name}).")
 
 
 elemwise_add = _same_shape("elemwise_add", ops.add)
@@ -195,12 +200,10 @@ def _reduction(name, fn):
         axes = _axes(t, axis, exclude, op.__name__)
         return _out(wrap(run(fn, t, axes, bool(keepdims))), out)
 
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = (
+    return _named(op, name, (
         f"{name} over `axis` (all axes by default; `exclude=True` reduces the other axes). "
         f"A full reduction has shape (1,), as in MXNet."
-    )
-    return op
+    ))
 
 
 def _extreme(which):
@@ -237,7 +240,7 @@ def reshape(data, shape=None, reverse=False, out=None, **kwargs):
     shape = kwargs.pop("newshape", shape)
     if kwargs or shape is None or reverse:
         raise TypeError("mx.nd.reshape(data, shape): kit.mx supports `shape` only (no reverse)")
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = _shape(shape)
     if any(n < -1 for n in shape):
         raise ValueError(
             f"mx.nd.reshape: special values {sorted(n for n in shape if n < -1)} are not "
@@ -289,16 +292,18 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None):
     return _out(wrap(run(compute, a, b)), out)
 
 
-def softmax(data, axis=-1, temperature=None, out=None):
-    t = _nd(data, "softmax")
-    return _out(wrap(run(lambda x: ops.softmax(x if temperature is None else x / temperature,
-                                               axis), t)), out)
+def _softmax_family(name, fn):
+    def op(data, axis=-1, temperature=None, out=None):
+        def compute(x):
+            return fn(x if temperature is None else x / temperature, axis)
+
+        return _out(wrap(run(compute, _nd(data, op.__name__))), out)
+
+    return _named(op, name, f"{name} along `axis` of data / temperature (mx.nd.{name}).")
 
 
-def log_softmax(data, axis=-1, temperature=None, out=None):
-    t = _nd(data, "log_softmax")
-    return _out(wrap(run(lambda x: ops.log_softmax(
-        x if temperature is None else x / temperature, axis), t)), out)
+softmax = _softmax_family("softmax", ops.softmax)
+log_softmax = _softmax_family("log_softmax", ops.log_softmax)
 
 
 def softmax_cross_entropy(data, label, out=None):
