@@ -123,6 +123,13 @@ def test_softmax_family_and_one_hot():
     np.testing.assert_allclose(mx.nd.softmax(mx.nd.array(x)).asnumpy(), p, rtol=1e-6)
     np.testing.assert_allclose(mx.nd.log_softmax(mx.nd.array(x)).asnumpy(), np.log(p),
                                rtol=1e-5)
+    # temperature divides the logits first; axis picks the normalised axis
+    cool = np.exp(x / 2) / np.exp(x / 2).sum(axis=0, keepdims=True)
+    np.testing.assert_allclose(mx.nd.softmax(mx.nd.array(x), axis=0, temperature=2).asnumpy(),
+                               cool, rtol=1e-6)
+    np.testing.assert_allclose(
+        mx.nd.log_softmax(mx.nd.array(x), axis=0, temperature=2).asnumpy(), np.log(cool),
+        rtol=1e-5)
     label = mx.nd.array([2, 0])
     loss = mx.nd.softmax_cross_entropy(mx.nd.array(x), label)
     assert loss.shape == (1,)  # summed over the batch, as in MXNet
