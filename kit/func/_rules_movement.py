@@ -15,13 +15,8 @@ from kit._tensor import Tensor
 from kit.func._batched import BatchedTensor, batching, expand_levels, physical, rule
 from kit.func._rules import align, batch_shape, union_levels, union_sizes
 from kit.ops import elementwise
+from kit.ops.movement import expand_shape, shape_arg
 from kit.ops.reductions import normalize_axis
-
-
-def _shape_arg(shape):
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        return tuple(shape[0])
-    return tuple(int(n) for n in shape)
 
 
 def _axis(x, dim, op):
@@ -31,12 +26,12 @@ def _axis(x, dim, op):
 # --- shape ----------------------------------------------------------------------------------
 @rule("reshape")
 def _reshape(fn, x, *shape):
-    return BatchedTensor(fn(x.value, batch_shape(x) + _shape_arg(shape)), x.levels)
+    return BatchedTensor(fn(x.value, batch_shape(x) + shape_arg(shape)), x.levels)
 
 
 @rule("permute")
 def _permute(fn, x, *axes):
-    axes = _shape_arg(axes)
+    axes = shape_arg(axes)
     nd = x.ndim
     if sorted(a % max(nd, 1) for a in axes) != list(range(nd)):
         raise ValueError(
@@ -90,14 +85,7 @@ def _flatten(fn, x, start_dim=0, end_dim=-1):
 
 @rule("expand")
 def _expand(fn, x, *shape):
-    shape = _shape_arg(shape)
-    lead = len(shape) - x.ndim
-    if lead < 0:
-        raise ValueError(
-            f"kit.expand: the number of sizes ({len(shape)}) must be at least the number of "
-            f"dimensions of the tensor ({x.ndim})"
-        )
-    sizes = tuple(x.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
+    lead, sizes = expand_shape(shape_arg(shape), tuple(x.shape))
     batch = batch_shape(x)
     padded = x.value.reshape(batch + (1,) * lead + tuple(x.shape))
     return BatchedTensor(fn(padded, batch + sizes), x.levels)

@@ -23,10 +23,23 @@ def _tensor_arg(x, op):
     return x.data
 
 
-def _shape_arg(shape):
+def shape_arg(shape):
+    """A shape given as sizes or as one sequence (x.reshape(2, 3) or x.reshape((2, 3)))."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         return tuple(shape[0])
     return tuple(int(n) for n in shape)
+
+
+def expand_shape(shape, have):
+    """What expand(shape) makes of a tensor of shape `have` (-1 keeps a size), and how many
+    dimensions it adds in front."""
+    lead = len(shape) - len(have)
+    if lead < 0:
+        raise ValueError(
+            f"kit.expand: the number of sizes ({len(shape)}) must be at least the number of "
+            f"dimensions of the tensor ({len(have)})"
+        )
+    return lead, tuple(have[i - lead] if n == -1 else n for i, n in enumerate(shape))
 
 
 # --- shape ----------------------------------------------------------------------------------
@@ -39,7 +52,7 @@ def reshape(x, *shape):
     if VMAP.depth:
         return VMAP.dispatch("reshape", reshape, x, *shape)
     d = _tensor_arg(x, "reshape")
-    shape = _shape_arg(shape)
+    shape = shape_arg(shape)
     try:
         out = d.reshape(shape)
     except ValueError:
@@ -62,7 +75,7 @@ def permute(x, *axes):
     if VMAP.depth:
         return VMAP.dispatch("permute", permute, x, *axes)
     d = _tensor_arg(x, "permute")
-    axes = _shape_arg(axes)
+    axes = shape_arg(axes)
     in_range = all(-d.ndim <= a < d.ndim for a in axes)
     if not in_range or sorted(a % max(d.ndim, 1) for a in axes) != list(range(d.ndim)):
         raise ValueError(
@@ -155,14 +168,7 @@ def expand(x, *shape):
     if VMAP.depth:
         return VMAP.dispatch("expand", expand, x, *shape)
     d = _tensor_arg(x, "expand")
-    shape = _shape_arg(shape)
-    lead = len(shape) - d.ndim
-    if lead < 0:
-        raise ValueError(
-            f"kit.expand: the number of sizes ({len(shape)}) must be at least the number of "
-            f"dimensions of the tensor ({d.ndim})"
-        )
-    shape = tuple(d.shape[i - lead] if n == -1 else n for i, n in enumerate(shape))
+    _, shape = expand_shape(shape_arg(shape), d.shape)
     try:
         out = backend.get_array_module(d).broadcast_to(d, shape)
     except ValueError:
