@@ -114,6 +114,15 @@ def test_dtypes_print_as_pytorch_and_equal_kits():
 
 
 @pytest.mark.parametrize("torch", libraries())
+@pytest.mark.parametrize("name", ["float16", "float32", "float64", "int8", "int16", "int32",
+                                  "int64", "uint8", "bool"])
+def test_dtype_properties(torch, name):
+    dt = getattr(torch, name)
+    flags = (dt.is_floating_point, dt.is_complex, dt.is_signed, dt.itemsize)
+    assert flags == (name.startswith("float"), False, name[0] in "fi", np.dtype(name).itemsize)
+
+
+@pytest.mark.parametrize("torch", libraries())
 def test_creation_dtypes(torch):
     assert torch.tensor([1.0, 2.0]).dtype == torch.float32
     assert torch.tensor([1, 2]).dtype == torch.int64
