@@ -22,6 +22,7 @@ from kit import backend
 from kit.grad_mode import STATE
 
 _FREED = object()  # marks saved values released after a backward without retain_graph
+OUTPUT = object()  # in Node.saved: "my own output", kept as data to avoid a reference cycle
 
 
 class Node:
@@ -78,7 +79,7 @@ class Node:
         """What the node keeps for backward, for display: Tensors, arrays or constants."""
         if self.saved is _FREED:
             return ()
-        return tuple(self.out_data if v is _OUT else v for v in self.saved)
+        return tuple(self.out_data if v is OUTPUT else v for v in self.saved)
 
     def released(self) -> bool:
         return self.saved is _FREED
@@ -94,10 +95,11 @@ class Node:
         # One pass both checks versions (as check_versions, which words the error) and unpacks.
         values = []
         for v, expected in zip(saved, self.versions, strict=True):
-            if v is _OUT:
+            if v is OUTPUT:
                 if self.out_vc[0] != expected:
                     check_versions(self)
-                values.append(self._as_tensor(v) if differentiable else self.out_data)
+                values.append(Tensor._from_node(self.out_data, self, 0) if differentiable
+                              else self.out_data)
             elif isinstance(v, Tensor):
                 if expected >= 0 and v._vc[0] != expected:
                     check_versions(self)
@@ -106,19 +108,10 @@ class Node:
                 values.append(v)
         return self.rule(self, grads[0], *values)
 
-    def _as_tensor(self, value):
-        if value is _OUT:
-            return Tensor._from_node(self.out_data, self, 0)
-        return value
-
     def release(self):
         if self.saved:
             self.saved = _FREED
             self.out_data = None
-
-
-_OUT = object()  # in Node.saved: "my own output", kept as data to avoid a reference cycle
-OUTPUT = _OUT
 
 
 class AccumulateGrad(Node):
@@ -143,9 +136,9 @@ def check_versions(node):
     for value, expected in zip(node.saved, node.versions, strict=True):
         if expected < 0:
             continue
-        vc = node.out_vc if value is _OUT else value._vc
+        vc = node.out_vc if value is OUTPUT else value._vc
         if vc[0] != expected:
-            what = "its output" if value is _OUT else (
+            what = "its output" if value is OUTPUT else (
                 f"a saved tensor of shape {list(value.shape)} and dtype {value.dtype}"
             )
             raise RuntimeError(
@@ -182,7 +175,7 @@ def _fit(node, index, g, meta, differentiable):
                 f"{list(g.shape)} but expected shape compatible with {list(shape)}"
             )
         else:
-            g = _sum_to(g, shape, differentiable)
+            g = _sum_to(g, shape)
     if g.dtype != dtype:
         g = g.to(dtype) if differentiable else g.astype(dtype)
     return g
@@ -195,7 +188,7 @@ def _sum_compatible(have, want):
     return all(w == h or w == 1 for h, w in zip(have[len(have) - len(want):], want, strict=True))
 
 
-def _sum_to(g, shape, differentiable):
+def _sum_to(g, shape):
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
@@ -251,7 +244,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     deps = _collect({node for node, _ in roots})
     buffers = {}
     for (node, index), g in zip(roots, root_grads, strict=True):
-        _add(buffers, node, index, g)
+        add_gradient(buffers, node, index, g)
     captured = [None] * len(capture) if capture is not None else None
     needed = _needed(deps, capture) if capture is not None else None
     # Arrays already stored in some .grad: a second leaf receiving the same array gets a copy.
@@ -307,7 +300,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                     shape, dtype = meta[nr]
                     if g.shape != shape or g.dtype != dtype:
                         g = _fit(node, index, g, meta[nr], differentiable)
-                    # Inlined _add: this loop runs once per edge of the graph.
+                    # Inlined add_gradient: this loop runs once per edge of the graph.
                     slot = buffers.get(nxt)
                     if slot is None:
                         if len(meta) == 1:
@@ -352,7 +345,9 @@ def node_vjp(node, grads):
             passed.append(_fit(node, index, g, edge[0].output_meta[edge[1]], False))
     return passed
 
-def _add(buffers, node, index, g):
+
+def add_gradient(buffers, node, index, g):
+    """Add `g` to what output `index` of `node` has received so far (`buffers`: node -> list)."""
     slot = buffers.get(node)
     if slot is None:
         slot = buffers[node] = [None] * len(node.output_meta)

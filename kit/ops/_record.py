@@ -138,10 +138,6 @@ def data_of(v):
     return v.data if isinstance(v, Tensor) else v
 
 
-def xp_of(v):
-    return backend.get_array_module(data_of(v))
-
-
 def dual(tensor_fn, xp_name):
     """A function applying `tensor_fn` to a Tensor, or `xp.<xp_name>` to an array."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.engine import AccumulateGrad, node_vjp
+from kit.engine import AccumulateGrad, add_gradient, node_vjp
 
 
 @dataclass
@@ -84,7 +84,7 @@ def trace_backward(outputs):
         if out.grad_fn is None:
             continue
         xp = backend.get_array_module(out.data)
-        _add(buffers, out.grad_fn, output_index(out), xp.ones_like(out.data))
+        add_gradient(buffers, out.grad_fn, output_index(out), xp.ones_like(out.data))
     _, deps = graph_nodes(list(buffers))
     ready = [node for node in buffers if deps[node] == 0]
     steps = []
@@ -102,15 +102,8 @@ def trace_backward(outputs):
                 continue
             nxt, nr = edge
             if g is not None:
-                _add(buffers, nxt, nr, g)
+                add_gradient(buffers, nxt, nr, g)
             deps[nxt] -= 1
             if deps[nxt] == 0:
                 ready.append(nxt)
     return steps
-
-
-def _add(buffers, node, index, g):
-    slot = buffers.get(node)
-    if slot is None:
-        slot = buffers[node] = [None] * len(node.output_meta)
-    slot[index] = g if slot[index] is None else slot[index] + g
