@@ -3,155 +3,25 @@
 A Function's call becomes the same kind of graph node as a built-in op (a `FunctionNode`), so the
 engine, `kit.grad`, hooks and kit.viz treat it like any other. Both of PyTorch's forms work:
 `forward(ctx, *args)`, or `forward(*args)` plus `setup_context(ctx, inputs, output)`.
+
+The ctx is in kit/_function_ctx.py; binding apply's arguments in kit/_function_call.py.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
-import linecache
 import sys
-import warnings
-import weakref
 
 from kit import backend
+from kit._function_call import bind, corrected_line
+from kit._function_ctx import FREED, FunctionCtx, SavedOutput, mark_output
 from kit._tensor import Tensor, bump_version, version_counter
-from kit.engine import Node, check_versions
+from kit.engine import Node
 from kit.grad_mode import STATE, no_grad
 from kit.ops._vmap import VMAP
 
-_FREED = object()
-
-
-class FunctionCtx:
-    """The `ctx` of a Function: what forward leaves for backward."""
-
-    _known = {"needs_input_grad", "materialize_grads"}
-    # Class defaults: most Functions never call save_for_forward, so apply pays nothing for it.
-    _saved_forward = ()
-    _forward_versions = ()
-    # True while kit.func calls the Function's jvp: saved_tensors is then what
-    # save_for_forward kept, as in PyTorch.
-    _in_jvp = False
-
-    def __init__(self):
-        object.__setattr__(self, "needs_input_grad", ())
-        object.__setattr__(self, "materialize_grads", True)
-        object.__setattr__(self, "_saved", ())
-        object.__setattr__(self, "_versions", ())
-        object.__setattr__(self, "_dirty", ())
-        object.__setattr__(self, "_non_differentiable", ())
-        object.__setattr__(self, "_node", None)
-
-    def __setattr__(self, name, value):
-        if isinstance(value, Tensor) and not name.startswith("_") and name not in self._known:
-            warnings.warn(
-                f"ctx.{name} = <Tensor>: a tensor stored as a ctx attribute is not tracked (no "
-                f"in-place check, not freed after backward, wrong double backward). Use "
-                f"ctx.save_for_backward({name}) in forward and ctx.saved_tensors in backward.",
-                UserWarning,
-                stacklevel=2,
-            )
-        object.__setattr__(self, name, value)
-
-    def save_for_backward(self, *tensors):
-        """Keep tensors (inputs, outputs or intermediates; None allowed) for backward."""
-        for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, Tensor):
-                fix = "store non-tensors as ctx attributes (ctx.k = 3)"
-                if isinstance(t, tuple) and any(isinstance(v, Tensor) for v in t):
-                    fix = (
-                        "unpack the tuple: setup_context(ctx, inputs, output) gets all forward "
-                        "inputs as one tuple, so write `x, y = inputs` and then "
-                        "ctx.save_for_backward(x, y) (or ctx.save_for_backward(*inputs))"
-                    )
-                raise TypeError(
-                    f"save_for_backward can only save tensors, but argument {i} is of type "
-                    f"{type(t).__name__}. Fix: {fix}"
-                )
-        object.__setattr__(self, "_saved", tuple(tensors))
-        object.__setattr__(
-            self, "_versions", tuple(-1 if t is None else t._vc[0] for t in tensors)
-        )
-
-    def save_for_forward(self, *tensors):
-        """Keep tensors (None allowed) for the `jvp` staticmethod, which reads them as
-        `ctx.saved_tensors` (as in PyTorch; jvp sees () if nothing was saved this way).
-
-        kit.func.jvp / jacfwd call a Function's jvp where it defines one
-        (kit/func/_function_jvp.py)."""
-        for i, t in enumerate(tensors):
-            if t is not None and not isinstance(t, Tensor):
-                raise TypeError(
-                    f"save_for_forward expects all arguments to be tensors; but got {i}-th "
-                    f"argument of type {type(t).__name__}"
-                )
-        object.__setattr__(self, "_saved_forward", tuple(tensors))
-
-    @property
-    def saved_tensors(self):
-        if self._in_jvp:
-            return self._forward_tensors()
-        saved = self._saved
-        if saved is _FREED:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved "
-                "tensors after they have already been freed). Saved intermediate values of the "
-                "graph are freed when you call .backward() or autograd.grad(). Specify "
-                "retain_graph=True if you need to backward through the graph a second time or if "
-                "you need to access saved tensors after calling backward."
-            )
-        node = self._node
-        if node is not None:
-            check_versions(node)
-            return tuple(node.unpack(v) for v in saved)
-        return saved
-
-    def _forward_tensors(self):
-        """saved_tensors inside jvp. PyTorch calls jvp during forward; kit calls it later, so a
-        tensor changed in place since save_for_forward is refused rather than silently used."""
-        node = self._node
-        if node is None:
-            return self._saved_forward
-        for value, expected in zip(self._saved_forward, self._forward_versions, strict=True):
-            if value is not None and value._vc[0] != expected:
-                raise RuntimeError(
-                    f"one of the variables needed for forward-mode gradient computation has been "
-                    f"modified by an inplace operation: a tensor of shape {list(value.shape)} "
-                    f"saved with ctx.save_for_forward by {node.function.__name__} is at version "
-                    f"{value._vc[0]}; expected version {expected} instead. Fix: do not modify it "
-                    f"in place after the call (use an out-of-place op, or .clone() it first)."
-                )
-        return tuple(node.unpack(v) for v in self._saved_forward)
-
-    def mark_dirty(self, *tensors):
-        """Declare inputs that forward modified in place (and returns)."""
-        object.__setattr__(self, "_dirty", tensors)
-
-    def mark_non_differentiable(self, *tensors):
-        """Declare outputs that have no gradient (indices, masks)."""
-        object.__setattr__(self, "_non_differentiable", tensors)
-
-    def set_materialize_grads(self, value: bool):
-        """With False, gradients of unused outputs reach backward as None instead of zeros."""
-        object.__setattr__(self, "materialize_grads", bool(value))
-
-
-class _SavedOutput:
-    """In ctx._saved: "my output i", kept as data so the graph has no reference cycle.
-
-    It carries the output's version counter, shape and dtype, so the engine's saved-tensor
-    version check covers a saved output exactly like a saved input.
-    """
-
-    __slots__ = ("index", "_vc", "shape", "dtype")
-
-    def __init__(self, index, output):
-        self.index = index
-        self._vc = version_counter(output)
-        self.shape = output.shape
-        self.dtype = output.dtype
+__all__ = ["FORWARD_MODE", "Function", "FunctionCtx", "FunctionNode", "once_differentiable"]
 
 
 class FORWARD_MODE:  # noqa: N801 - a switch, like kit.ops._vmap.VMAP
@@ -176,7 +46,7 @@ class FunctionNode(Node):
         self.ctx = ctx
         self.function = function
         self.n_inputs = len(inputs)
-        self.n_given = len(inputs)  # gradients backward must return at least (see _bind)
+        self.n_given = len(inputs)  # gradients backward must return at least (see bind)
         self.input_names = _input_names(function, inputs)
         # (shape, dtype) per input, None for non-tensors: jvp gets zeros for a float input
         # that has no tangent, as in PyTorch
@@ -208,13 +78,13 @@ class FunctionNode(Node):
 
     def saved_values(self):
         saved = self.ctx._saved
-        return () if saved is _FREED else tuple(self.unpack(v) for v in saved)
+        return () if saved is FREED else tuple(self.unpack(v) for v in saved)
 
     def released(self):
-        return self.ctx._saved is _FREED
+        return self.ctx._saved is FREED
 
     def unpack(self, value):
-        if isinstance(value, _SavedOutput):
+        if isinstance(value, SavedOutput):
             return Tensor._from_node(self.outputs_data[value.index], self, value.index)
         return value
 
@@ -227,7 +97,7 @@ class FunctionNode(Node):
     def run_backward(self, grads, differentiable):
         """The Function's backward on the gradients of its outputs (the engine's step)."""
         ctx = self.ctx
-        if ctx._saved is _FREED:
+        if ctx._saved is FREED:
             return ctx.saved_tensors  # raises the "second time" error
         wrapped = []
         for g, meta in zip(grads, self.output_meta, strict=True):
@@ -294,7 +164,7 @@ class FunctionNode(Node):
 
     def release(self):
         if self.ctx._saved:
-            object.__setattr__(self.ctx, "_saved", _FREED)
+            object.__setattr__(self.ctx, "_saved", FREED)
             self.saved = ()  # the engine's copy for version checks: drop it too, or nothing frees
             self.outputs_data = [None] * len(self.outputs_data)
 
@@ -311,32 +181,6 @@ def _input_names(function, inputs):
         label = params[i] if i < len(params) and not params[i].startswith("*") else f"arg{i}"
         names.append(label if isinstance(value, Tensor) else f"{label} (not a tensor)")
     return names
-
-
-def _corrected_line(frame, instance):
-    """The caller's source line with its call on `instance` rewritten to `Cls.apply`, or None
-    when the line cannot be read or parsed (a multi-line call, code typed into a REPL)."""
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    try:
-        tree = ast.parse(line)
-    except SyntaxError:
-        return None
-    cls = type(instance).__name__
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        callee = node.func
-        named = isinstance(callee, ast.Name) and (
-            frame.f_locals.get(callee.id, frame.f_globals.get(callee.id)) is instance
-        )
-        constructed = (  # MyFn()(x): the callee is itself a call of the class
-            isinstance(callee, ast.Call) and isinstance(callee.func, ast.Name)
-            and callee.func.id == cls
-        )
-        if named or constructed:
-            node.func = ast.Attribute(ast.Name(cls, ast.Load()), "apply", ast.Load())
-            return ast.unparse(tree)
-    return None
 
 
 def _separate_form(cls):
@@ -385,7 +229,7 @@ class Function:
 
     def __call__(self, *args, **kwargs):
         cls = type(self).__name__
-        line = _corrected_line(sys._getframe(1), self) or f"{cls}.apply(...)"
+        line = corrected_line(sys._getframe(1), self) or f"{cls}.apply(...)"
         raise RuntimeError(
             f"Legacy autograd function with non-static forward method is deprecated. Please use "
             f"new-style autograd function with static forward method. You called an instance of "
@@ -428,7 +272,7 @@ class Function:
         if VMAP.transforms:  # inside kit.func transforms (vmap, grad, ...): kit.func routes it
             return VMAP.function(cls, args, kwargs)
         separate = _separate_form(cls)
-        inputs, given, args, kwargs = _bind(cls, separate, args, kwargs)
+        inputs, given, args, kwargs = bind(cls, separate, args, kwargs)
         ctx = FunctionCtx()
         recording = STATE.enabled and any(
             isinstance(a, Tensor) and a.requires_grad for a in inputs
@@ -444,82 +288,6 @@ class Function:
         if separate:
             cls.setup_context(ctx, inputs, output)
         return _wrap_outputs(cls, ctx, inputs, output, recording, given)
-
-
-def _bind(cls, separate, args, kwargs):
-    """Forward's arguments as one positional tuple, defaults filled in (setup_context's inputs),
-    how many of them backward must return gradients for, and the (args, kwargs) to call forward
-    with (keyword-only parameters stay keywords).
-
-    As in PyTorch, the separate form counts every argument, defaults included; the combined form
-    counts only those the caller passed (a default left out needs no gradient slot).
-    """
-    try:
-        sig, params, plain = _forward_signature(cls, separate)
-    except (TypeError, ValueError):
-        return args, len(args), args, kwargs
-    if plain and not kwargs and len(args) == len(params):
-        return args, len(args), args, kwargs  # every parameter passed by position: nothing to bind
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError as exc:
-        hint = _ctx_hint(cls, separate)
-        raise TypeError(f"{cls.__name__}.apply: {exc} (forward{sig}){hint}") from None
-    passed = set(bound.arguments)
-    bound.apply_defaults()
-    values = []
-    given = 0
-    for p in params:
-        v = bound.arguments.get(p.name)
-        if p.kind is p.VAR_POSITIONAL:
-            values.extend(v or ())
-        elif p.kind is p.VAR_KEYWORD:
-            if v:
-                raise TypeError(f"{cls.__name__}.apply: **kwargs in forward are not supported")
-        else:
-            values.append(v)
-        if p.name in passed:
-            given = len(values)
-    return tuple(values), len(values) if separate else given, bound.args, bound.kwargs
-
-
-_SIGNATURES = weakref.WeakKeyDictionary()  # forward function -> {separate: _forward_signature}
-
-
-def _forward_signature(cls, separate):
-    """forward's signature without ctx, its parameters, and whether all of them are plain
-    positional ones; cached per forward function (inspect.signature costs more than the rest of
-    apply)."""
-    forward = cls.forward
-    try:
-        per_form = _SIGNATURES.setdefault(forward, {})
-    except TypeError:  # not weak-referenceable: no cache
-        per_form = {}
-    found = per_form.get(separate)
-    if found is None:
-        sig = inspect.signature(forward)
-        params = list(sig.parameters.values())
-        if not separate and params:
-            params = params[1:]  # ctx
-        plain = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-        found = per_form[separate] = (sig.replace(parameters=params), params, plain)
-    return found
-
-
-def _ctx_hint(cls, separate):
-    """Why binding failed when a separate-form forward still takes ctx (seed 001's mistake)."""
-    try:
-        first = next(iter(inspect.signature(cls.forward).parameters), None)
-    except (TypeError, ValueError):
-        first = None
-    if not separate or first not in ("ctx", "self"):
-        return ""
-    return (
-        f". {cls.__name__} defines setup_context, so forward must not take ctx: its first "
-        f"parameter {first!r} received your first input. Fix: drop {first!r} from forward "
-        f"(do ctx work in setup_context(ctx, inputs, output)), or drop setup_context and keep "
-        f"forward(ctx, ...)"
-    )
 
 
 def _wrap_outputs(cls, ctx, inputs, output, recording, given):
@@ -565,27 +333,20 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
                 o.grad_fn, o._nr, o._edge = node, i, (node, i)
             elif isinstance(o, Tensor):
                 o.requires_grad = False
-        saved = tuple(_mark_output(t, final) for t in ctx._saved)
+        saved = tuple(mark_output(t, final) for t in ctx._saved)
         object.__setattr__(ctx, "_saved", saved)
         node.versions = tuple(
-            -1 if t is None else t._vc[0] if isinstance(t, _SavedOutput) else v
+            -1 if t is None else t._vc[0] if isinstance(t, SavedOutput) else v
             for t, v in zip(saved, ctx._versions, strict=True)
         )
-        node.saved = tuple(t for t in saved)
+        node.saved = saved
         if ctx._saved_forward:
-            forward_saved = tuple(_mark_output(t, final) for t in ctx._saved_forward)
+            forward_saved = tuple(mark_output(t, final) for t in ctx._saved_forward)
             object.__setattr__(ctx, "_saved_forward", forward_saved)
             object.__setattr__(ctx, "_forward_versions", tuple(
                 -1 if t is None else t._vc[0] for t in forward_saved
             ))
     return final[0] if single else tuple(final)
-
-
-def _mark_output(t, outputs):
-    for i, o in enumerate(outputs):
-        if t is o:
-            return _SavedOutput(i, o)
-    return t
 
 
 def once_differentiable(backward):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from kit._function_call import bind
 from kit._tensor import Tensor
 from kit.func._batched import (
     BatchedTensor,
@@ -25,7 +26,7 @@ from kit.func._batched import (
     physical,
     sizes_of,
 )
-from kit.function import Function, _backward_of, _bind, _separate_form
+from kit.function import Function, _backward_of, _separate_form
 from kit.ops._vmap import VMAP
 
 VmapInfo = namedtuple("VmapInfo", ["batch_size", "randomness"])
@@ -41,7 +42,7 @@ def function_apply(cls, args, kwargs):
             f"uses forward(ctx, ...). Fix: write forward(*args) without ctx and move the ctx "
             f"work into setup_context(ctx, inputs, output). {_DOCS}"
         )
-    inputs = _bind(cls, True, args, kwargs)[0]
+    inputs = bind(cls, True, args, kwargs)[0]
     if not any(type(a) is BatchedTensor for a in inputs):
         return _plain_apply(cls, inputs)
     has_vmap = cls.vmap is not Function.vmap

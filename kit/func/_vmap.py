@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import ast
 import functools
-import linecache
 import sys
 
+from kit._function_call import caller_call_tree
 from kit._tensor import Tensor
 from kit.func._batched import ACTIVE, BatchedTensor, add_level, batching, new_level, remove_level
 from kit.function import Function
@@ -80,10 +80,8 @@ def _class_error(func, frame):
 def _corrected_line(frame, cls):
     """The caller's source line with `cls` replaced by `cls.apply` where it is passed to a call,
     or None when the line cannot be read (a REPL) or parsed (a multi-line call)."""
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-    try:
-        tree = ast.parse(line)
-    except SyntaxError:
+    tree = caller_call_tree(frame)
+    if tree is None:
         return None
     found = False
     for node in ast.walk(tree):
