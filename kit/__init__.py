@@ -8,21 +8,12 @@ tensor([2., 4., 6.])
 """
 
 from kit import backend, func
-from kit._tensor import (
-    Tensor,
+from kit._creation import (
     arange,
-    bool_,
     empty,
     eye,
-    float16,
-    float32,
-    float64,
     from_numpy,
     full,
-    int8,
-    int16,
-    int32,
-    int64,
     linspace,
     manual_seed,
     ones,
@@ -31,9 +22,20 @@ from kit._tensor import (
     randint,
     randn,
     tensor,
-    uint8,
     zeros,
     zeros_like,
+)
+from kit._tensor import (
+    Tensor,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
 )
 from kit.autograd import backward, grad
 from kit.function import Function, FunctionCtx, once_differentiable

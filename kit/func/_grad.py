@@ -271,7 +271,7 @@ def vjp(func, *primals, has_aux=False):
 
 def _basis(t):
     """The standard basis of t's shape, stacked: shape (numel, *t.shape)."""
-    from kit._tensor import eye
+    from kit._creation import eye
 
     n = t.numel()
     basis = eye(n, dtype=t.dtype, device=t.device)

@@ -14,7 +14,8 @@ import weakref
 import numpy as np
 
 from kit import backend
-from kit._tensor import Tensor, _to_array, float32, version_counter
+from kit._creation import _to_array
+from kit._tensor import Tensor, float32, version_counter
 from kit.engine import OUTPUT, Node
 from kit.grad_mode import STATE
 

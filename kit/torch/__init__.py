@@ -17,7 +17,7 @@ defaults (Python floats give float32), grad modes and autograd.Function. Everyth
 import importlib
 
 from kit import Tensor
-from kit._tensor import (
+from kit._creation import (
     arange,
     empty,
     eye,
