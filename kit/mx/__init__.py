@@ -13,7 +13,8 @@ higher-order gradients work through it.
 array([2., 4., 6.], dtype=float32)
 """
 
-# NOTE: operator first: registering the base op at import needs kit.mx._custom, which needs it.
+# NOTE: operator first: registering the base op at import needs kit.mx._custom_function,
+# which needs it.
 from kit.mx import operator  # isort: skip
 from kit.mx import autograd, base, context, nd
 from kit.mx.base import MXNetError

@@ -136,7 +136,7 @@ def register(reg_name):
                 UserWarning,
                 stacklevel=2,
             )
-        from kit.mx._custom import make_function
+        from kit.mx._custom_function import make_function
 
         _REGISTRY[reg_name] = _Entry(prop_cls, make_function(reg_name))
         return prop_cls
