@@ -113,7 +113,7 @@ def _host(t):
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              check_undefined_grad=False, **_ignored):
+              **_ignored):
     """True if func's backward matches central differences for every (output, input) block.
 
     >>> import kit

@@ -123,3 +123,11 @@ def test_tolerances_are_pytorchs_rule():
     x = leaf([1.0])
     assert not kit.gradcheck(OnePercentOff.apply, (x,), raise_exception=False)
     assert kit.gradcheck(OnePercentOff.apply, (x,), rtol=0.02)
+
+
+def test_pytorch_only_keywords_are_accepted():
+    """Code written for torch.autograd.gradcheck runs unchanged: options kit has no use for
+    (check_undefined_grad, fast_mode, nondet_tol, ...) are accepted and have no effect."""
+    x = kit.tensor([0.5, -1.0], dtype=kit.float64, requires_grad=True)
+    assert kit.gradcheck(kit.tanh, (x,), check_undefined_grad=True, fast_mode=True)
+    assert kit.gradgradcheck(kit.tanh, (x,), nondet_tol=0.0)
