@@ -36,17 +36,16 @@ class FunctionNode(Node):
     """The graph node of one call to a Function."""
 
     __slots__ = (
-        "ctx", "function", "n_inputs", "n_given", "input_names", "input_meta", "outputs_data",
+        "ctx", "function", "n_given", "input_names", "input_meta", "outputs_data",
     )
     kind = "custom"
 
-    def __init__(self, function, ctx, edges, inputs, outputs):
+    def __init__(self, function, ctx, edges, inputs, outputs, given):
         meta = tuple((o.shape, o.dtype) if isinstance(o, Tensor) else None for o in outputs)
         super().__init__(function.__name__, None, edges, (), (), None, meta)
         self.ctx = ctx
         self.function = function
-        self.n_inputs = len(inputs)
-        self.n_given = len(inputs)  # gradients backward must return at least (see bind)
+        self.n_given = given  # gradients backward must return at least (see bind)
         self.input_names = _input_names(function, inputs)
         # (shape, dtype) per input, None for non-tensors: jvp gets zeros for a float input
         # that has no tangent, as in PyTorch
@@ -58,6 +57,10 @@ class FunctionNode(Node):
     @property
     def frontend(self):
         return getattr(self.function, "frontend", "PyTorch-style")
+
+    @property
+    def n_inputs(self):
+        return len(self.next_functions)
 
     def name(self) -> str:
         return f"{self.function.__name__}Backward"
@@ -324,8 +327,7 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
             (a._edge or a._leaf_edge()) if isinstance(a, Tensor) and a.requires_grad else None
             for a in inputs
         )
-        node = FunctionNode(cls, ctx, edges, inputs, final)
-        node.n_given = given
+        node = FunctionNode(cls, ctx, edges, inputs, final, given)
         object.__setattr__(ctx, "_node", node)
         for i, o in enumerate(final):
             if isinstance(o, Tensor) and not any(o is t for t in non_diff):
