@@ -51,44 +51,29 @@ def tiny_impls(torch=None, n=1000):
         return g
 
     xk, ak, bk = kit.tensor(x, requires_grad=True), kit.tensor(a), kit.tensor(b)
-
-    def kit_chain():
-        h = xk
-        for i in range(n):
-            k = i % 3
-            if k == 0:
-                h = h * ak
-            elif k == 1:
-                h = h + bk
-            else:
-                h = h.tanh()
-        h.sum().backward()
-        g = xk.grad.data
-        xk.grad = None
-        return g
-
-    out = {"kit": kit_chain, "numpy": numpy_chain}
+    out = {"kit": lambda: _tiny_chain(xk, ak, bk, n).data, "numpy": numpy_chain}
     if torch is not None:
         xt = torch.tensor(x, requires_grad=True)
         at, bt = torch.from_numpy(a), torch.from_numpy(b)
-
-        def torch_chain():
-            h = xt
-            for i in range(n):
-                k = i % 3
-                if k == 0:
-                    h = h * at
-                elif k == 1:
-                    h = h + bt
-                else:
-                    h = h.tanh()
-            h.sum().backward()
-            g = xt.grad.numpy()
-            xt.grad = None
-            return g
-
-        out["torch"] = torch_chain
+        out["torch"] = lambda: _tiny_chain(xt, at, bt, n).numpy()
     return out
+
+
+def _tiny_chain(x, a, b, n):
+    """The tiny chain on kit or PyTorch tensors (the same operators); returns x.grad, reset."""
+    h = x
+    for i in range(n):
+        k = i % 3
+        if k == 0:
+            h = h * a
+        elif k == 1:
+            h = h + b
+        else:
+            h = h.tanh()
+    h.sum().backward()
+    g = x.grad
+    x.grad = None
+    return g
 
 
 def deep_impls(torch=None, n=100_000):
@@ -106,28 +91,19 @@ def deep_impls(torch=None, n=100_000):
         return g
 
     xk = kit.tensor(x0, requires_grad=True)
-
-    def kit_chain():
-        h = xk
-        for i in range(n):
-            h = h * 0.9999 if i % 2 == 0 else h + 0.001
-        h.backward()
-        g = xk.grad.data
-        xk.grad = None
-        return g
-
-    out = {"kit": kit_chain, "numpy": numpy_chain}
+    out = {"kit": lambda: _deep_chain(xk, n).data, "numpy": numpy_chain}
     if torch is not None:
         xt = torch.tensor(x0, requires_grad=True)
-
-        def torch_chain():
-            h = xt
-            for i in range(n):
-                h = h * 0.9999 if i % 2 == 0 else h + 0.001
-            h.backward()
-            g = xt.grad.numpy()
-            xt.grad = None
-            return g
-
-        out["torch"] = torch_chain
+        out["torch"] = lambda: _deep_chain(xt, n).numpy()
     return out
+
+
+def _deep_chain(x, n):
+    """The deep chain on a kit or PyTorch scalar tensor; returns x.grad, reset."""
+    h = x
+    for i in range(n):
+        h = h * 0.9999 if i % 2 == 0 else h + 0.001
+    h.backward()
+    g = x.grad
+    x.grad = None
+    return g

@@ -34,25 +34,18 @@ def impls(torch=None, size=4_000_000):
 
     xk = kit.tensor(x, requires_grad=True)
     wk, ck, gk = kit.tensor(w), kit.tensor(c), kit.tensor(gy)
-
-    def kit_fwd_bwd():
-        y = ((xk * wk + ck).tanh() * xk).exp()
-        y.backward(gk)
-        g = xk.grad.data
-        xk.grad = None
-        return g
-
-    out = {"kit": kit_fwd_bwd, "numpy": numpy_fwd_bwd}
+    out = {"kit": lambda: _fwd_bwd(xk, wk, ck, gk).data, "numpy": numpy_fwd_bwd}
     if torch is not None:
         xt = torch.tensor(x, requires_grad=True)
         wt, ct, gt_ = (torch.from_numpy(a) for a in (w, c, gy))
-
-        def torch_fwd_bwd():
-            y = ((xt * wt + ct).tanh() * xt).exp()
-            y.backward(gt_)
-            g = xt.grad.numpy()
-            xt.grad = None
-            return g
-
-        out["torch"] = torch_fwd_bwd
+        out["torch"] = lambda: _fwd_bwd(xt, wt, ct, gt_).numpy()
     return out
+
+
+def _fwd_bwd(x, w, c, gy):
+    """y = exp(tanh(x * w + c) * x) and its backward, on kit or PyTorch tensors; x.grad, reset."""
+    y = ((x * w + c).tanh() * x).exp()
+    y.backward(gy)
+    g = x.grad
+    x.grad = None
+    return g
