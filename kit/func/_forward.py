@@ -14,7 +14,7 @@ import functools
 
 from kit._tensor import Tensor
 from kit.func._function_jvp import recording_pullback
-from kit.func._grad import _argnums, _basis, _detached, _split_aux, jacrev, vjp
+from kit.func._grad import _argnums, _basis, _detached, _split_aux, jacrev, vjp, with_args
 from kit.func._vmap import vmap
 
 
@@ -110,10 +110,7 @@ def jacfwd(func, argnums=0, has_aux=False):
         aux = []
 
         def partial(*d):
-            full = list(args)
-            for n, v in zip(nums, d, strict=True):
-                full[n] = v
-            out, extra = _split_aux(func(*full), has_aux, "jacfwd(f)(*args)")
+            out, extra = _split_aux(func(*with_args(args, nums, d)), has_aux, "jacfwd(f)(*args)")
             aux.append(extra)
             return out
 

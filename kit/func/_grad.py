@@ -139,6 +139,15 @@ def _detached(tree, keep):
     return rebuild([leaf.detach() if isinstance(leaf, Tensor) else leaf for leaf in leaves])
 
 
+def with_args(args, nums, values):
+    """`args` with args[n] replaced by the matching value, for each n in `nums` (jacrev and
+    jacfwd differentiate with respect to those positions only)."""
+    full = list(args)
+    for n, v in zip(nums, values, strict=True):
+        full[n] = v
+    return full
+
+
 def _split_aux(out, has_aux, who):
     if not has_aux:
         return out, None
@@ -294,10 +303,7 @@ def jacrev(func, argnums=0, has_aux=False):
         diff = [args[n] for n in nums]
 
         def partial(*d):
-            full = list(args)
-            for n, v in zip(nums, d, strict=True):
-                full[n] = v
-            return func(*full)
+            return func(*with_args(args, nums, d))
 
         result = vjp(partial, *diff, has_aux=has_aux)
         out, vjp_fn = result[0], result[1]
