@@ -24,11 +24,12 @@ from kit.mx.operator import CustomOp, lookup
 
 
 def describe(op_type, phase):
+    """Where in a custom op something happened: "mx.nd.Custom(op_type='x') forward"."""
     return f"mx.nd.Custom(op_type={op_type!r}) {phase}"
 
 
 @contextlib.contextmanager
-def phase(op_type, phase):
+def user_code(op_type, phase):
     """Re-raise an error from the user's code as its own type, naming the op and the phase."""
     try:
         yield
@@ -100,7 +101,7 @@ def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
         )
     _infer(call, tensors[:n_args], tensors[n_args:])
     ctx = context_of(tensors[0].data) if tensors else current_context()
-    with phase(op_type, "create_operator"):
+    with user_code(op_type, "create_operator"):
         call.op = call.prop.create_operator(ctx, call.in_shapes, call.in_types)
     if not isinstance(call.op, CustomOp):
         raise reported(TypeError(
@@ -129,7 +130,7 @@ def _make_prop(prop_cls, op_type, kwargs):
                 f"MXNet passes every extra keyword of mx.nd.Custom to the Prop, as a string, "
                 f"and would crash here. Fix: {_init_fix(signature, strings, op_type)}"
             )) from None
-    with phase(op_type, "CustomOpProp.__init__"):
+    with user_code(op_type, "CustomOpProp.__init__"):
         prop = prop_cls(**strings)
     if not hasattr(prop, "need_top_grad_"):
         raise reported(TypeError(
@@ -158,7 +159,7 @@ def _read_lists(call):
     prop, op_type = call.prop, call.op_type
     for attr, method in (("arg_names", "list_arguments"), ("out_names", "list_outputs"),
                          ("aux_names", "list_auxiliary_states")):
-        with phase(op_type, method):
+        with user_code(op_type, method):
             names = list(getattr(prop, method)())
         setattr(call, attr, names)
     if not call.out_names:
@@ -192,7 +193,7 @@ def _infer(call, args, aux):
     prop, op_type = call.prop, call.op_type
     counts = (len(call.arg_names), len(call.out_names), len(call.aux_names))
     names = ("input", "output", "aux")
-    with phase(op_type, "infer_shape"):
+    with user_code(op_type, "infer_shape"):
         ret = prop.infer_shape([list(t.shape) for t in args])
     ishape, oshape, ashape = _split(ret, op_type, "infer_shape", counts, names)
     given = [(f"argument {call.arg_names[i]!r}", t.shape, s) for i, (t, s) in
@@ -207,7 +208,7 @@ def _infer(call, args, aux):
             ))
     call.out_shapes = [tuple(int(n) for n in s) for s in oshape]
     call.in_shapes = [list(t.shape) for t in args] + [list(t.shape) for t in aux]
-    with phase(op_type, "infer_type"):
+    with user_code(op_type, "infer_type"):
         ret = prop.infer_type([t.dtype.type for t in args])
     itype, otype, _ = _split(ret, op_type, "infer_type", counts, names)
     for i, (t, said) in enumerate(zip(args, itype, strict=True)):
@@ -222,5 +223,5 @@ def _infer(call, args, aux):
     n_in, n_out = counts[0], counts[1]
     call.ids = (list(range(n_out)), list(range(n_out, n_out + n_in)),
                 list(range(n_out + n_in, 2 * n_out + n_in)))
-    with phase(op_type, "declare_backward_dependency"):
+    with user_code(op_type, "declare_backward_dependency"):
         call.deps = {int(i) for i in prop.declare_backward_dependency(*call.ids)}

@@ -9,7 +9,7 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.function import Function
 from kit.grad_mode import STATE
-from kit.mx._custom import describe, phase
+from kit.mx._custom import describe, user_code
 from kit.mx.base import MODE, MXNetError, reported, scope
 from kit.mx.ndarray import Guard, NDArray, variable_slot
 
@@ -101,7 +101,7 @@ class CustomFunction(Function):
         ]
         aux = [NDArray(t) for t in call.aux]
         buffers = tuple(out_data)  # the op may rebind items of the list it gets
-        with scope(recording=False), phase(call.op_type, "forward"):
+        with scope(recording=False), user_code(call.op_type, "forward"):
             call.op.forward(is_train=1 if MODE.training else 0, req=["write"] * len(out_data),
                             in_data=in_data, out_data=out_data, aux=aux)
         for buf in buffers:
@@ -148,7 +148,7 @@ class CustomFunction(Function):
         ]
         aux = [NDArray(t) for t in call.aux]
         buffers = tuple(in_grad)
-        with scope(recording=keep), phase(call.op_type, "backward"):
+        with scope(recording=keep), user_code(call.op_type, "backward"):
             call.op.backward(req=list(call.req), out_grad=out_grad, in_data=in_data,
                              out_data=out_data, in_grad=in_grad, aux=aux)
         sources = [a._t for a in out_grad + in_data + out_data
