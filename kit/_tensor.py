@@ -325,11 +325,10 @@ class Tensor:
     def cpu(self):
         return self.to("cpu")
 
-    def cuda(self):
-        return self.to("gpu")
-
     def gpu(self):
         return self.to("gpu")
+
+    cuda = gpu  # PyTorch's name
 
     def float(self):
         return self.to(float32)
@@ -364,10 +363,7 @@ def _is_dtype(value):
 def _node_hooks(node, nr):
     if node.pre_hooks is None:
         node.pre_hooks = {}
-    hooks = node.pre_hooks.get(nr)
-    if hooks is None:
-        hooks = node.pre_hooks[nr] = {}
-    return hooks
+    return node.pre_hooks.setdefault(nr, {})
 
 
 def _check_grad_dtype(dtype, what):
