@@ -112,8 +112,26 @@ def _host(t):
     return np.array(d.get() if backend.device_of(d) == "gpu" else d, dtype=np.float64)
 
 
+# PyTorch's other options: accepted so that its calls run unchanged; kit's check is always the
+# full, deterministic, dense one, so they change nothing. Any other keyword is a typo.
+_TORCH_OPTIONS = frozenset({
+    "nondet_tol", "check_undefined_grad", "check_grad_dtypes", "check_batched_grad",
+    "check_batched_forward_grad", "check_forward_ad", "check_backward_ad", "fast_mode",
+    "masked", "gen_non_contig_grad_outputs",
+})
+
+
+def _check_options(who, options):
+    unknown = sorted(set(options) - _TORCH_OPTIONS)
+    if unknown:
+        raise TypeError(
+            f"{who}() got unexpected keyword arguments {unknown}; kit accepts eps, atol, rtol, "
+            f"raise_exception and PyTorch's {sorted(_TORCH_OPTIONS)}"
+        )
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              **_ignored):
+              **torch_options):
     """True if func's backward matches central differences for every (output, input) block.
 
     >>> import kit
@@ -121,6 +139,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     >>> kit.gradcheck(kit.tanh, (x,))
     True
     """
+    _check_options("gradcheck", torch_options)
     inputs = _prepare(inputs)
     numeric = numerical_jacobian(func, inputs, eps)
     analytic = analytical_jacobian(func, inputs)
@@ -147,8 +166,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, **_ignored):
+                  raise_exception=True, **torch_options):
     """gradcheck of the first backward itself: checks second derivatives."""
+    _check_options("gradgradcheck", torch_options)
     inputs = _prepare(inputs)
     outs = _outputs(func, inputs)
     if grad_outputs is None:

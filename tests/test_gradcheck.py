@@ -131,3 +131,12 @@ def test_pytorch_only_keywords_are_accepted():
     x = kit.tensor([0.5, -1.0], dtype=kit.float64, requires_grad=True)
     assert kit.gradcheck(kit.tanh, (x,), check_undefined_grad=True, fast_mode=True)
     assert kit.gradgradcheck(kit.tanh, (x,), nondet_tol=0.0)
+
+
+def test_unknown_options_are_refused_but_pytorchs_are_accepted():
+    x = kit.tensor([0.5, -1.0], dtype=kit.float64, requires_grad=True)
+    assert kit.gradcheck(kit.tanh, (x,), fast_mode=True, check_undefined_grad=False)
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments \['atoll'\]"):
+        kit.gradcheck(kit.tanh, (x,), atoll=1e-3)
+    with pytest.raises(TypeError, match=r"gradgradcheck\(\) got unexpected"):
+        kit.gradgradcheck(kit.tanh, (x,), nope=1)
