@@ -374,11 +374,36 @@ def _check_grad_dtype(dtype, what):
         )
 
 
+def _float_style(data):
+    """PyTorch's choice of number format for a float tensor: whole numbers as `2.`, others
+    with 4 decimals, scientific when the magnitudes span too much (`1.0000e-05`)."""
+    finite = data[np.isfinite(data)].astype(np.float64)
+    magnitudes = np.abs(finite[finite != 0])
+    big = magnitudes.size and magnitudes.max() > 1e8
+    spread = magnitudes.size and magnitudes.max() / magnitudes.min() > 1000
+    if finite.size and np.all(finite == np.round(finite)):
+        return "{:.4e}" if big or spread else "{:.0f}."
+    if magnitudes.size and (big or spread or magnitudes.min() < 1e-4):
+        return "{:.4e}"
+    return "{:.4f}"
+
+
 def _format(t):
     data = t.data if backend.device_of(t.data) == "cpu" else t.data.get()
+    formatter = None
+    if data.dtype.kind == "f" and data.size:
+        flat = data.reshape(-1)
+        shown = flat if flat.size <= 1000 else np.concatenate([flat[:3], flat[-3:]])  # summarised
+        style = _float_style(shown)
+        width = max(len(style.format(v)) if np.isfinite(v) else len(str(v))
+                    for v in shown.tolist())
+
+        def formatter(v):
+            return (style.format(v) if np.isfinite(v) else str(v)).rjust(width)
+
     body = np.array2string(
-        data, separator=", ", prefix="tensor(", precision=4, suppress_small=True,
-        floatmode="maxprec",
+        data, separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
+        formatter={"float_kind": formatter} if formatter else None,
     )
     extras = []
     if backend.device_of(t.data) != "cpu":

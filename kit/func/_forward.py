@@ -64,7 +64,7 @@ def jvp(func, primals, tangents, has_aux=False):
     ...         (y,) = ctx.saved_tensors
     ...         return x_t * y
     >>> jvp(NumpyExp.apply, (kit.tensor([0.0, 1.0]),), (kit.tensor([1.0, 2.0]),))[1]
-    tensor([1.    , 5.4366])
+    tensor([1.0000, 5.4366])
     """
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError(

@@ -12,7 +12,7 @@ in NumPy. Each has a composed twin built from kit primitives, the reference it i
 >>> x = kit.tensor([1.0, -1.0], requires_grad=True)
 >>> FusedGELU.apply(x).sum().backward()
 >>> x.grad
-tensor([ 1.083, -0.083])
+tensor([ 1.0830, -0.0830])
 """
 
 from kit.kernels.gelu import FusedGELU, fused_gelu, gelu_composed

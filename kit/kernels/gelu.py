@@ -103,7 +103,7 @@ def fused_gelu(x):
 
     >>> import kit
     >>> fused_gelu(kit.tensor([0.0, 1.0]))
-    tensor([0.    , 0.8412])
+    tensor([0.0000, 0.8412])
     """
     return FusedGELU.apply(x)
 
@@ -113,7 +113,7 @@ def gelu_composed(x):
 
     >>> import kit
     >>> gelu_composed(kit.tensor([0.0, 1.0]))
-    tensor([0.    , 0.8412])
+    tensor([0.0000, 0.8412])
     """
     from kit.ops.elementwise import tanh
 

@@ -66,8 +66,8 @@ def mean(input, dim=None, keepdim=False):  # noqa: A002
 
     >>> import kit.torch as torch
     >>> torch.mean(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), dim=1, keepdim=True)
-    tensor([[1.5],
-            [3.5]])
+    tensor([[1.5000],
+            [3.5000]])
     """
     return kit.mean(input, dim, keepdim)
 

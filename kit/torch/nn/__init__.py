@@ -2,7 +2,7 @@
 
 >>> import kit.torch as torch
 >>> torch.nn.functional.softmax(torch.tensor([0.0, 0.0]), dim=0)
-tensor([0.5, 0.5])
+tensor([0.5000, 0.5000])
 """
 
 from kit.torch.nn import functional
