@@ -263,3 +263,13 @@ def test_manual_seed_makes_random_functions_reproducible():
     kit.manual_seed(3)
     np.testing.assert_array_equal(kit.randn(4).data, a.data)
     np.testing.assert_array_equal(kit.randint(10, size=(3,)).data, n.data)
+
+
+@pytest.mark.parametrize("values", [
+    [0.5, -1.0], [1.0, 5.4366], [1.0, 2.0], [1e-5, 1.0], [1e6, 1.0], [1000.0, 1.0],
+    [float("nan"), 1.5, float("inf")], [0.0], [123456789.0, 1.5], 2.5, [[1.5, -2.25], [3.0, 4.0]],
+    [1, 2], [True, False],
+])
+def test_repr_prints_numbers_as_pytorch_does(values):
+    torch = pytest.importorskip("torch")
+    assert repr(kit.tensor(values)) == repr(torch.tensor(values))
