@@ -256,10 +256,12 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     STATE.enabled = differentiable
     # NOTE: as in PyTorch, inf/nan in gradients propagate silently; detect_anomaly finds them.
     errors = np.seterr(all="ignore")
+    pop_ready, push_ready = ready.pop, ready.append
+    pop_buffer, get_buffer = buffers.pop, buffers.get
     try:
         while ready:
-            node = ready.pop()
-            grads = buffers.pop(node, None)
+            node = pop_ready()
+            grads = pop_buffer(node, None)
             is_leaf = type(node) is AccumulateGrad
             if grads is not None:
                 hooks = node.variable._hooks if is_leaf else node.pre_hooks
@@ -298,10 +300,10 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                 if g is not None:
                     meta = nxt.output_meta
                     shape, dtype = meta[nr]
-                    if g.shape != shape or g.dtype != dtype:
+                    if g.shape != shape or (g.dtype is not dtype and g.dtype != dtype):
                         g = _fit(node, index, g, meta[nr], differentiable)
                     # Inlined add_gradient: this loop runs once per edge of the graph.
-                    slot = buffers.get(nxt)
+                    slot = get_buffer(nxt)
                     if slot is None:
                         if len(meta) == 1:
                             buffers[nxt] = [g]
@@ -314,7 +316,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
-                    ready.append(nxt)
+                    push_ready(nxt)
     finally:
         STATE.enabled = previous
         np.seterr(**errors)

@@ -9,6 +9,7 @@ either, so one rule serves both.
 
 from __future__ import annotations
 
+import itertools
 import weakref
 
 import numpy as np
@@ -22,6 +23,11 @@ from kit.grad_mode import STATE
 # One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so
 # the cyclic garbage collector, which scans them all as a graph grows, has less to do.
 _META = {}
+_VERSIONS = {
+    v: v for v in itertools.chain.from_iterable(
+        itertools.product((0, -1), repeat=n) for n in range(1, 4)
+    )
+}
 
 
 def record(op, rule, out, inputs, saved=(), params=None):
@@ -52,6 +58,9 @@ def record(op, rule, out, inputs, saved=(), params=None):
             saves_output = True
         else:
             versions += (-1,)
+    # NOTE: most are made of 0 (fresh tensors) and -1 (constants): share those, one long-lived
+    # tuple fewer per recorded op for the cyclic GC to scan as a graph grows.
+    versions = _VERSIONS.get(versions, versions)
     key = (out.shape, out.dtype)
     meta = _META.get(key)
     if meta is None:
