@@ -219,11 +219,11 @@ class Tensor:
 
     # --- autograd -----------------------------------------------------------------------
     def _leaf_edge(self):
-        acc = self._acc() if self._acc is not None else None
-        if acc is None:
-            acc = AccumulateGrad(self)
-            self._acc = weakref.ref(acc)
-        return (acc, 0)
+        """The edge to this leaf's AccumulateGrad, made once (again if shape or dtype changed)."""
+        edge = self._acc
+        if edge is None or edge[0].output_meta[0] != (self.data.shape, self.data.dtype):
+            edge = self._acc = (AccumulateGrad(self), 0)
+        return edge
 
     def detach(self):
         """A new Tensor sharing the data, cut from the graph."""

@@ -15,6 +15,7 @@ Tensors with grad mode on, so the gradient is itself differentiable.
 from __future__ import annotations
 
 import traceback
+import weakref
 
 import numpy as np
 
@@ -115,14 +116,23 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The end of a path: adds the incoming gradient into a leaf's `.grad`."""
+    """The end of a path: adds the incoming gradient into a leaf's `.grad`.
 
-    __slots__ = ("variable",)
+    NOTE: the leaf keeps its AccumulateGrad (and the edge to it) for its whole life, and the
+    node refers back to the leaf weakly: no reference cycle, and no new node per training step.
+    """
+
+    __slots__ = ("_variable",)
 
     def __init__(self, variable):
         super().__init__("accumulate_grad", None, (), (), (), None,
                          ((variable.shape, variable.dtype),))
-        self.variable = variable
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        """The leaf Tensor (None once nothing else keeps it alive)."""
+        return self._variable()
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -264,7 +274,10 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
             grads = pop_buffer(node, None)
             is_leaf = type(node) is AccumulateGrad
             if grads is not None:
-                hooks = node.variable._hooks if is_leaf else node.pre_hooks
+                leaf = node.variable if is_leaf else None
+                if is_leaf and leaf is None:
+                    continue  # the leaf is gone: nobody can read its .grad any more
+                hooks = leaf._hooks if is_leaf else node.pre_hooks
                 if hooks:
                     grads = _run_hooks(node, hooks if is_leaf else None, grads, differentiable,
                                        owned)
@@ -275,7 +288,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                             captured[slot] = g
                 if is_leaf:
                     if capture is None and grads[0] is not None:
-                        _accumulate(node.variable, grads[0], differentiable, owned)
+                        _accumulate(leaf, grads[0], differentiable, owned)
                     continue
             if is_leaf:
                 continue

@@ -372,3 +372,24 @@ def test_version_counters_are_shared_only_when_needed():
     assert c._version == 1  # a detached view sees the change, as in PyTorch
     with pytest.raises(TypeError):
         kit.tensor([0.0])._vc[0] += 1  # the shared counter cannot be bumped by mistake
+
+
+def test_a_leaf_keeps_one_accumulator_without_a_reference_cycle():
+    """The edge to a leaf's AccumulateGrad is made once; the node refers to the leaf weakly."""
+    import gc
+    import weakref
+
+    w = kit.tensor([1.0, 2.0], requires_grad=True)
+    first = (w * 2).grad_fn.next_functions[0][0]
+    second = (w * 3).grad_fn.next_functions[0][0]
+    assert first is second and first.variable is w
+    w.data = np.zeros(3)  # a new shape gets a new accumulator with the right metadata
+    (w * 2).sum().backward()
+    assert w.grad.shape == (3,)
+    probe = weakref.ref(w)
+    gc.disable()
+    try:
+        del w, first, second
+        assert probe() is None  # freed by reference counting alone: no cycle
+    finally:
+        gc.enable()
