@@ -33,7 +33,7 @@ def _to_array(data, dtype, device):
             f"first, e.g. np.asarray(data, dtype=np.float32)"
         )
     if xp is np:
-        arr = backend.to_device(arr, "cpu") if backend.device_of(arr) == "gpu" else arr
+        arr = backend.to_device(arr, "cpu")
         return np.array(arr, copy=True)
     return xp.array(arr)
 

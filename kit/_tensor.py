@@ -189,7 +189,7 @@ class Tensor:
         return self.data.tolist()
 
     def __array__(self, dtype=None, copy=None):
-        data = self.data if backend.device_of(self.data) == "cpu" else self.data.get()
+        data = backend.to_device(self.data, "cpu")
         return data if dtype is None else data.astype(dtype)
 
     def __float__(self):
@@ -389,7 +389,7 @@ def _float_style(data):
 
 
 def _format(t):
-    data = t.data if backend.device_of(t.data) == "cpu" else t.data.get()
+    data = backend.to_device(t.data, "cpu")
     formatter = None
     if data.dtype.kind == "f" and data.size:
         flat = data.reshape(-1)

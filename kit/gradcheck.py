@@ -109,7 +109,7 @@ def _host(t):
         return None
     d = t.data
     # NOTE: a copy: an output may be (a view of) an input that the next perturbation changes.
-    return np.array(d.get() if backend.device_of(d) == "gpu" else d, dtype=np.float64)
+    return np.array(backend.to_device(d, "cpu"), dtype=np.float64)
 
 
 # PyTorch's other options: accepted so that its calls run unchanged; kit's check is always the

@@ -165,7 +165,7 @@ def _region_ndim(shape, items):
     def on_cpu(item):
         if isinstance(item, Tensor):
             item = physical(item).data
-        return backend.to_device(item, "cpu") if backend.device_of(item) == "gpu" else item
+        return backend.to_device(item, "cpu")
 
     index = tuple(on_cpu(i) for i in items)
     return np.broadcast_to(np.zeros((), np.int8), shape)[index].ndim
