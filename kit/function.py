@@ -36,7 +36,7 @@ class FunctionNode(Node):
     """The graph node of one call to a Function."""
 
     __slots__ = (
-        "ctx", "function", "n_given", "input_names", "input_meta", "outputs_data",
+        "ctx", "function", "n_given", "input_meta", "outputs_data",
     )
     kind = "custom"
 
@@ -46,13 +46,18 @@ class FunctionNode(Node):
         self.ctx = ctx
         self.function = function
         self.n_given = given  # gradients backward must return at least (see bind)
-        self.input_names = _input_names(function, inputs)
         # (shape, dtype) per input, None for non-tensors: jvp gets zeros for a float input
         # that has no tangent, as in PyTorch
         self.input_meta = tuple(
             (a.shape, a.dtype) if isinstance(a, Tensor) else None for a in inputs
         )
         self.outputs_data = [o.data if isinstance(o, Tensor) else None for o in outputs]
+
+    @property
+    def input_names(self):
+        """forward's parameter name per input, non-tensors marked: for error messages only, so
+        it is worked out (with inspect) when one is raised, not on every call."""
+        return _input_names(self.function, self.input_meta)
 
     @property
     def frontend(self):
@@ -144,7 +149,7 @@ class FunctionNode(Node):
                     f"{type(g).__name__}). Fix: return a kit Tensor, e.g. kit.tensor(value)"
                 )
             if self.next_functions[i] is None and not self.ctx.needs_input_grad[i]:
-                if self.input_names[i].endswith("(not a tensor)"):
+                if self.input_meta[i] is None:
                     raise RuntimeError(
                         f"function {name} returned a gradient different than None at position "
                         f"{i}, but the corresponding forward input ({self.input_names[i]}) is not "
@@ -172,7 +177,7 @@ class FunctionNode(Node):
             self.outputs_data = [None] * len(self.outputs_data)
 
 
-def _input_names(function, inputs):
+def _input_names(function, input_meta):
     try:
         params = list(inspect.signature(function.forward).parameters)
     except (TypeError, ValueError):
@@ -180,9 +185,9 @@ def _input_names(function, inputs):
     if params and not _separate_form(function) and params[0] in ("ctx", "self"):
         params = params[1:]
     names = []
-    for i, value in enumerate(inputs):
+    for i, meta in enumerate(input_meta):
         label = params[i] if i < len(params) and not params[i].startswith("*") else f"arg{i}"
-        names.append(label if isinstance(value, Tensor) else f"{label} (not a tensor)")
+        names.append(label if meta is not None else f"{label} (not a tensor)")
     return names
 
 
