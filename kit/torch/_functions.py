@@ -38,7 +38,7 @@ def add(input, other, alpha=1):  # noqa: A002
     >>> torch.add(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]), alpha=10)
     tensor([11., 12.])
     """
-    return kit.add(input, other if alpha == 1 else kit.mul(other, alpha))
+    return Tensor.add(input, other, alpha=alpha)
 
 
 def sub(input, other, alpha=1):  # noqa: A002
@@ -48,7 +48,7 @@ def sub(input, other, alpha=1):  # noqa: A002
     >>> torch.sub(torch.tensor([5.0]), torch.tensor([1.0]), alpha=2)
     tensor([3.])
     """
-    return kit.sub(input, other if alpha == 1 else kit.mul(other, alpha))
+    return Tensor.sub(input, other, alpha=alpha)
 
 
 def sum(input, dim=None, keepdim=False):  # noqa: A001, A002 - PyTorch's names
