@@ -67,10 +67,6 @@ class Node:
     def __repr__(self):
         return f"<{self.name()}>"
 
-    @property
-    def needs_input_grad(self):
-        return tuple(edge is not None for edge in self.next_functions)
-
     def outputs(self):
         """The output Tensors still alive (None for ones already collected)."""
         ref = self.out_ref
