@@ -1,4 +1,4 @@
-"""`torch.nn`, thin: only `torch.nn.functional` (modules and optimisers live in kit.nn, kit.optim).
+"""`torch.nn`, thin: only `torch.nn.functional` (kit has no modules or optimisers yet).
 
 >>> import kit.torch as torch
 >>> torch.nn.functional.softmax(torch.tensor([0.0, 0.0]), dim=0)
