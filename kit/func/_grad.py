@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from kit._creation import ones_like, zeros_like
 from kit._tensor import Tensor
 from kit.engine import run_backward
 from kit.func._batched import (
@@ -76,7 +77,7 @@ class _Leaves:
             if not (isinstance(value, Tensor) and value.requires_grad):
                 continue
             if ct is None:
-                g = movement.astype(Tensor(_ones(value)), value.dtype)
+                g = ones_like(value)
             else:
                 if tuple(ct.shape) != tuple(out.shape):
                     raise RuntimeError(
@@ -100,23 +101,11 @@ class _Leaves:
         for leaf in self.physical:
             g = found[capture[leaf._edge or leaf._leaf_edge()]]
             if g is None:
-                g = Tensor(_zeros(leaf))
+                g = zeros_like(leaf)
             elif not create_graph:
                 g = g.detach()
             results.append(lift(g, self.levels))
         return results
-
-
-def _ones(t):
-    from kit import backend
-
-    return backend.get_array_module(t.data).ones(t.shape, t.dtype)
-
-
-def _zeros(t):
-    from kit import backend
-
-    return backend.get_array_module(t.data).zeros(t.shape, t.dtype)
 
 
 def _argnums(argnums, n_args, who):
