@@ -29,14 +29,18 @@ def log_softmax(x, dim=-1):
     return x - logsumexp(x, dim, keepdims=True)
 
 
+def _check_reduction(reduction, op):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(
+            f"kit.{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
+        )
+
+
 def _reduce(loss, reduction, op):
+    _check_reduction(reduction, op)
     if reduction == "mean":
         return mean(loss)
-    if reduction == "sum":
-        return sum_(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"kit.{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    return sum_(loss) if reduction == "sum" else loss
 
 
 def cross_entropy(logits, target, reduction="mean"):
@@ -59,8 +63,7 @@ def cross_entropy(logits, target, reduction="mean"):
                 f"kit.cross_entropy: target holds class {int(t.max())} but logits have {c} "
                 f"classes (valid: 0..{c - 1})"
             )
-        if reduction not in ("mean", "sum", "none"):
-            _reduce(None, reduction, "cross_entropy")  # raises the clear error
+        _check_reduction(reduction, "cross_entropy")
         return fused_cross_entropy(logits, t, reduction)
     if tuple(t.shape) != tuple(logits.shape):
         raise ValueError(
