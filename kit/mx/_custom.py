@@ -12,7 +12,6 @@ the user's code keep their type and gain the op_type and the phase.
 from __future__ import annotations
 
 import contextlib
-import inspect
 
 import numpy as np
 
@@ -74,7 +73,7 @@ def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
         kwargs.pop(k)
     call = _Call()
     call.op_type = op_type
-    call.prop = _make_prop(entry.prop_cls, op_type, kwargs)
+    call.prop = _make_prop(entry, op_type, kwargs)
     _read_lists(call)
     n_args, n_aux = len(call.arg_names), len(call.aux_names)
     if len(data) != n_args + n_aux or arrays_as_keywords:
@@ -113,13 +112,10 @@ def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
     return wrapped[0] if len(wrapped) == 1 else wrapped
 
 
-def _make_prop(prop_cls, op_type, kwargs):
-    """prop_cls(**kwargs) with every value as a string, as MXNet passes them."""
+def _make_prop(entry, op_type, kwargs):
+    """entry.prop_cls(**kwargs) with every value as a string, as MXNet passes them."""
+    prop_cls, signature = entry.prop_cls, entry.signature
     strings = {k: str(v) for k, v in kwargs.items()}
-    try:
-        signature = inspect.signature(prop_cls)
-    except (TypeError, ValueError):
-        signature = None
     if signature is not None:
         try:
             signature.bind(**strings)

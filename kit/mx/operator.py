@@ -88,13 +88,18 @@ class CustomOpProp:
 
 
 class _Entry:
-    """One registered op: its Prop class and the kit.Function subclass built for it."""
+    """One registered op: its Prop class, its kit.Function subclass, the Prop's signature."""
 
-    __slots__ = ("prop_cls", "function")
+    __slots__ = ("prop_cls", "function", "signature")
 
     def __init__(self, prop_cls, function):
         self.prop_cls = prop_cls
         self.function = function
+        # read once here, not on every mx.nd.Custom call (it checks the call's keywords)
+        try:
+            self.signature = inspect.signature(prop_cls)
+        except (TypeError, ValueError):
+            self.signature = None
 
 
 _REGISTRY: dict[str, _Entry] = {}
