@@ -206,9 +206,8 @@ def _reduction(name, fn):
     ))
 
 
-def _extreme(which):
+def _extreme(fn):
     def reduce(t, axes, keepdims):
-        fn = ops.max if which == "max" else ops.min
         for a in sorted(axes, reverse=True):
             t = fn(t, a, keepdims=True).values
         if not keepdims:
@@ -220,8 +219,8 @@ def _extreme(which):
 
 sum = _reduction("sum", ops.sum)  # noqa: A001
 mean = _reduction("mean", ops.mean)
-max = _reduction("max", _extreme("max"))  # noqa: A001
-min = _reduction("min", _extreme("min"))  # noqa: A001
+max = _reduction("max", _extreme(ops.max))  # noqa: A001
+min = _reduction("min", _extreme(ops.min))  # noqa: A001
 
 
 def argmax(data, axis=None, keepdims=False):
