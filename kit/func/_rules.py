@@ -12,7 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from kit._tensor import Tensor
-from kit.func._batched import BatchedTensor, expand_levels, levels_of, physical, rule, sizes_of
+from kit.func._batched import (
+    BatchedTensor,
+    expand_levels,
+    levels_of,
+    make,
+    physical,
+    rule,
+    sizes_of,
+)
 from kit.ops import movement
 from kit.ops.reductions import MaxMin, normalize_axis
 from kit.ops.sorting import SortResult
@@ -58,10 +66,6 @@ def align(*args):
     return levels, out
 
 
-def batched(levels, value):
-    return BatchedTensor(value, levels) if levels else value
-
-
 def batch_shape(x):
     return tuple(x.value.shape[: len(x.levels)])
 
@@ -71,7 +75,7 @@ def batch_shape(x):
       "logical_and", "logical_or", "logical_xor", "where", "clamp")
 def _broadcasting(fn, *args):
     levels, values = align(*args)
-    return batched(levels, fn(*values))
+    return make(fn(*values), levels)
 
 
 @rule("neg", "exp", "log", "sqrt", "tanh", "sigmoid", "abs", "sin", "cos", "logical_not", "sign",
@@ -185,7 +189,7 @@ def _matmul(fn, a, b):
         out = movement.reshape(out, out.shape[:-2] + out.shape[-1:])
     elif b_nd == 1:
         out = movement.reshape(out, out.shape[:-1])
-    return batched(levels, out)
+    return make(out, levels)
 
 
 def _unsqueeze(t, dim):
@@ -194,7 +198,7 @@ def _unsqueeze(t, dim):
     k = len(levels_of(t))
     position = dim % (value.ndim - k + 1) + k
     shape = value.shape[:position] + (1,) + value.shape[position:]
-    return batched(levels_of(t), movement.reshape(value, shape))
+    return make(movement.reshape(value, shape), levels_of(t))
 
 
 # --- losses that inspect their targets ------------------------------------------------------
