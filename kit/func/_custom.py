@@ -26,6 +26,7 @@ from kit.func._batched import (
     physical,
     sizes_of,
 )
+from kit.func._rules import union_levels, union_sizes
 from kit.function import Function, _backward_of, _separate_form
 from kit.ops._vmap import VMAP
 
@@ -113,10 +114,8 @@ def _with_vmap_staticmethod(cls, inputs):
 
 # --- generate_vmap_rule = True: the user's code on BatchedTensors ------------------------------
 def _with_generated_rule(cls, inputs):
-    levels = tuple(sorted({lv for a in inputs for lv in levels_of(a)}))
-    sizes = {}
-    for a in inputs:
-        sizes.update(sizes_of(a))
+    levels = union_levels(*inputs)
+    sizes = union_sizes(*inputs)
     state = {"levels": [levels_of(a) if isinstance(a, Tensor) else None for a in inputs]}
 
     def rebatch(values, level_list):
