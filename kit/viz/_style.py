@@ -63,8 +63,8 @@ def legend(vanishing=VANISHING, exploding=EXPLODING):
 
 
 def host(array):
-    """A NumPy copy of an xp array (a no-op on the CPU)."""
-    return np.asarray(array if backend.device_of(array) == "cpu" else array.get())
+    """An xp array as a NumPy array: copied from a GPU, returned as is on the CPU."""
+    return np.asarray(backend.to_device(array, "cpu"))
 
 
 def norm(array):
