@@ -128,9 +128,10 @@ class _Builder:
         if grad_norm is not None:
             attributes["grad_norm"] = grad_norm
         if grad is not None:
+            grad = host(grad)  # one copy from a GPU for the norm, the values and the label
             attributes["grad_norm"] = norm(grad)
-            if host(grad).size <= SMALL:
-                attributes["grad"] = host(grad).tolist()
+            if grad.size <= SMALL:
+                attributes["grad"] = grad.tolist()
                 label_lines.append("grad " + fmt_array(grad))
             else:
                 label_lines.append("|grad| " + fmt_number(attributes["grad_norm"]))
@@ -214,12 +215,13 @@ class _Builder:
         if not members:
             return self._node(kind, lines, attributes, grad)
         # A chain is coloured by the gradient leaving its input end, which the layers below get.
-        first = self._received(members[-1])
+        first = norm(self._received(members[-1]))
         attributes["count"] = len(members)
         attributes["grad_norm_out"] = norm(grad)
         if grad is not None and first is not None:
-            lines.append(f"|grad| {fmt_number(norm(grad))} \u2192 {fmt_number(norm(first))}")
-        return self._node(kind, lines, attributes, grad_norm=norm(first))
+            lines.append(f"|grad| {fmt_number(attributes['grad_norm_out'])} \u2192 "
+                         f"{fmt_number(first)}")
+        return self._node(kind, lines, attributes, grad_norm=first)
 
     # -- the walk --------------------------------------------------------------------------
     def add_graph(self, order, chains, max_nodes):
