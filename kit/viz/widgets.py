@@ -20,6 +20,7 @@ from kit.engine import AccumulateGrad
 from kit.viz._style import Plot, fmt_array, fmt_number, host, new_figure, png
 from kit.viz._trace import check_outputs, trace_backward
 from kit.viz.drawing import GraphDrawing, draw_graph
+from kit.viz.graph import SMALL
 
 CURVE_POINTS = 121
 
@@ -305,7 +306,8 @@ def step_backward(output, params=None, graph=True):
 def _grad_text(g):
     if g is None:
         return "nothing"
-    return fmt_array(g) if host(g).size <= 6 else f"|g| = {fmt_number(np.linalg.norm(host(g)))}"
+    g = host(g)
+    return fmt_array(g) if g.size <= SMALL else f"|g| = {fmt_number(np.linalg.norm(g))}"
 
 
 class StepBackward(View):
