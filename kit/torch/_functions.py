@@ -27,7 +27,7 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, np.ndarray) and data.dtype in kit._tensor.SUPPORTED_DTYPES:
         data = kit.from_numpy(data)
     if isinstance(data, Tensor):
-        return data.to(*(a for a in (dtype, device) if a is not None))
+        return data.to(dtype=dtype, device=device)  # None leaves that part alone
     return kit.tensor(data, dtype=dtype, device=device)
 
 
