@@ -85,14 +85,19 @@ def _check(logits, target, reduction):
             f"{op}: forward got logits on {backend.device_of(x)} and target on "
             f"{backend.device_of(t)}. Fix: move one explicitly, e.g. target.to('gpu')"
         )
-    if t.size and (int(t.min()) < 0 or int(t.max()) >= x.shape[1]):
-        raise IndexError(
-            f"{op}: forward got target class {int(t.max())} (min {int(t.min())}) but logits have "
-            f"{x.shape[1]} classes (valid: 0..{x.shape[1] - 1})"
-        )
+    check_classes(op, t, x.shape[1], "target class", "logits have")
     if reduction not in REDUCTIONS:
         raise ValueError(f"{op}: reduction must be one of {REDUCTIONS}, got {reduction!r}")
     return x, t
+
+
+def check_classes(op, t, classes, what, holder):
+    """Every class index in `t` lies in 0..classes-1 (the kernels do not check bounds)."""
+    if t.size and (int(t.min()) < 0 or int(t.max()) >= classes):
+        raise IndexError(
+            f"{op}: forward got {what} {int(t.max())} (min {int(t.min())}) but {holder} "
+            f"{classes} classes (valid: 0..{classes - 1})"
+        )
 
 
 def softmax_ce_forward(x, target):
