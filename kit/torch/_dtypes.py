@@ -57,8 +57,6 @@ int64 = long = dtype("int64", "int64")
 uint8 = dtype("uint8", "uint8")
 bool = dtype("bool", "bool")  # noqa: A001
 
-DTYPES = (float16, float32, float64, int8, int16, int32, int64, uint8, bool)
-
 
 class device(str):  # noqa: N801 - PyTorch's name
     """`torch.device("cuda")`: kit's device string ("cpu" or "gpu") with PyTorch's `.type`.
