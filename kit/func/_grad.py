@@ -91,15 +91,16 @@ class _Leaves:
         differentiable = create_graph or batched
         if not differentiable:
             grads = [g.data for g in grads]
+        edges = [leaf._edge or leaf._leaf_edge() for leaf in self.physical]
         capture = {}
-        for i, leaf in enumerate(self.physical):
-            capture.setdefault(leaf._edge or leaf._leaf_edge(), i)
+        for i, edge in enumerate(edges):
+            capture.setdefault(edge, i)
         found = (run_backward(roots, grads, retain_graph=retain_graph,
                               create_graph=differentiable, capture=capture)
                  if roots else [None] * len(capture))
         results = []
-        for leaf in self.physical:
-            g = found[capture[leaf._edge or leaf._leaf_edge()]]
+        for leaf, edge in zip(self.physical, edges, strict=True):
+            g = found[capture[edge]]
             if g is None:
                 g = zeros_like(leaf)
             elif not create_graph:
