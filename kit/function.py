@@ -372,8 +372,6 @@ def once_differentiable(backward):
         saved = ctx.saved_tensors if isinstance(ctx, FunctionCtx) and ctx._saved else ()
         # under kit.func.vmap (jacrev, hessian) values are BatchedTensors: mark the physical ones
         from kit.func._batched import BatchedTensor, physical
-        from kit.ops._record import record
-
         sources = tuple(
             physical(t) for t in (*grads, *saved) if isinstance(t, Tensor) and t.requires_grad
         )
@@ -382,10 +380,18 @@ def once_differentiable(backward):
         node = ctx._node if isinstance(ctx, FunctionCtx) else None
         name = node.function.__name__ if node is not None else backward.__qualname__
 
+        message = (
+            f"trying to differentiate twice a function that was marked with @once_differentiable "
+            f"({name}). Fix: write its backward with kit operations (no NumPy) and drop the "
+            f"decorator, or do not ask for a higher-order gradient through it (a Function with a "
+            f"jvp staticmethod gets second derivatives from jacfwd(jacfwd(f)), which never "
+            f"differentiates backward)"
+        )
+
         def mark(r):
             if type(r) is BatchedTensor:
                 return BatchedTensor(mark(r.value), r.levels)
-            return record("once_differentiable", _twice_rule, r.data, sources, params=name)
+            return refuse_second_derivative(r, sources, message)
 
         results = result if isinstance(result, tuple) else (result,)
         wrapped = tuple(mark(r) if isinstance(r, Tensor) else r for r in results)
@@ -394,11 +400,14 @@ def once_differentiable(backward):
     return wrapper
 
 
-def _twice_rule(node, g):
-    raise RuntimeError(
-        f"trying to differentiate twice a function that was marked with @once_differentiable "
-        f"({node.params}). Fix: write its backward with kit operations (no NumPy) and drop the "
-        f"decorator, or do not ask for a higher-order gradient through it (a Function with a "
-        f"jvp staticmethod gets second derivatives from jacfwd(jacfwd(f)), which never "
-        f"differentiates backward)"
-    )
+def refuse_second_derivative(value, sources, message):
+    """`value`, computed without recording (NumPy, no_grad), as a node that depends on `sources`
+    and raises RuntimeError(message) if anything differentiates through it: a double backward
+    fails loudly instead of silently missing terms. Used by @once_differentiable and kit.mx."""
+    from kit.ops._record import record
+
+    return record("once_differentiable", _raise_message, value.data, tuple(sources), params=message)
+
+
+def _raise_message(node, g):
+    raise RuntimeError(node.params)

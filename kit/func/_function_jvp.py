@@ -163,7 +163,8 @@ def _differentiable_backward(node, grads):
     needed = [g for g, edge in zip(result, node.next_functions, strict=True)
               if g is not None and edge is not None]
     if any(g.grad_fn is not None and g.grad_fn.op == "once_differentiable" for g in needed):
-        why = "it is marked @once_differentiable"
+        why = ("it is marked @once_differentiable (or, in an MXNet-style op, computed with "
+               "NumPy), so kit refuses to differentiate it again")
     elif needed and not any(g.requires_grad for g in needed):
         # NOTE: one constant result among others can be a true zero (an unused output's
         # gradient); all of them constant while grad_output is not means NumPy (or a detach).

@@ -7,7 +7,7 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.function import Function
+from kit.function import Function, refuse_second_derivative
 from kit.grad_mode import STATE
 from kit.mx._custom import describe, user_code
 from kit.mx.base import MODE, MXNetError, reported, scope
@@ -166,25 +166,14 @@ class CustomFunction(Function):
                 ))
             g = buf._t
             if keep and sources and not g.requires_grad:
-                g = _once_differentiable(g, sources, call.op_type)
+                g = refuse_second_derivative(g, sources, (
+                    f"{describe(call.op_type, 'backward')}: its in_grad was computed outside "
+                    f"kit's operations (NumPy, asnumpy, mx.nd.array of a NumPy result), so it "
+                    f"cannot be differentiated again. Fix: write backward with mx.nd operations "
+                    f"on out_grad/in_data/out_data; they are recorded under create_graph=True"
+                ))
             result.append(g)
         return (None, *result, *([None] * len(call.aux)))
-
-
-def _once_differentiable(g, sources, op_type):
-    """A gradient computed outside kit's ops (NumPy) under create_graph: differentiating it
-    again raises, instead of silently missing terms."""
-    from kit.ops._record import record
-
-    def rule(node, gy):
-        raise RuntimeError(
-            f"{describe(op_type, 'backward')}: its in_grad was computed outside kit's operations "
-            f"(NumPy, asnumpy, mx.nd.array of a NumPy result), so it cannot be differentiated "
-            f"again. Fix: write backward with mx.nd operations on out_grad/in_data/out_data; "
-            f"they are recorded under create_graph=True"
-        )
-
-    return record("custom_numpy_backward", rule, g.data, tuple(sources))
 
 
 def make_function(op_type):
