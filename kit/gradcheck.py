@@ -22,7 +22,9 @@ class GradcheckError(RuntimeError):
     """Raised by gradcheck when an analytical gradient disagrees with the numerical one."""
 
 
-def _prepare(inputs):
+def as_float64(inputs, warn=True):
+    """The inputs with float tensors copied to float64 (requires_grad kept); by default warns
+    which ones were upcast. kit.viz's gradcheck view uses it too, without the warning."""
     inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
     prepared, upcast = [], []
     for i, x in enumerate(inputs):
@@ -32,7 +34,7 @@ def _prepare(inputs):
             prepared.append(t)
         else:
             prepared.append(x)
-    if upcast:
+    if upcast and warn:
         warnings.warn(
             f"gradcheck: inputs {upcast} are float32/float16; checking them in float64 instead "
             f"(finite differences in low precision are too noisy to check anything)",
@@ -140,7 +142,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     True
     """
     _check_options("gradcheck", torch_options)
-    inputs = _prepare(inputs)
+    inputs = as_float64(inputs)
     numeric = numerical_jacobian(func, inputs, eps)
     analytic = analytical_jacobian(func, inputs)
     for o, (n_row, a_row) in enumerate(zip(numeric, analytic, strict=True)):
@@ -169,7 +171,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   raise_exception=True, **torch_options):
     """gradcheck of the first backward itself: checks second derivatives."""
     _check_options("gradgradcheck", torch_options)
-    inputs = _prepare(inputs)
+    inputs = as_float64(inputs)
     outs = _outputs(func, inputs)
     if grad_outputs is None:
         gen = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import html
 import numpy as np
 
 import kit
-from kit.gradcheck import analytical_jacobian, numerical_jacobian
+from kit.gradcheck import analytical_jacobian, as_float64, numerical_jacobian
 from kit.viz._style import Plot, fmt_number, new_figure, png
 from kit.viz.widgets import View
 
@@ -27,12 +27,6 @@ def gradcheck_view(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3):
     return GradcheckView(fn, inputs, eps, atol, rtol)
 
 
-def _float64(x):
-    if isinstance(x, kit.Tensor) and x.dtype.kind == "f":
-        return kit.Tensor(x.data.astype(np.float64), requires_grad=x.requires_grad)
-    return x
-
-
 class GradcheckView(View):
     """The gradient-check widget; see `gradcheck_view`."""
 
@@ -43,7 +37,7 @@ class GradcheckView(View):
         self.func = fn.apply if is_function else fn
         self.label = fn.__name__ if hasattr(fn, "__name__") else type(fn).__name__
         inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
-        self.inputs = [_float64(x) for x in inputs]
+        self.inputs = as_float64(inputs, warn=False)
         if not any(isinstance(x, kit.Tensor) and x.requires_grad for x in self.inputs):
             raise ValueError(
                 f"kit.viz.gradcheck_view: no input of {self.label} requires grad, so there is no "
