@@ -64,7 +64,7 @@ class Tensor:
     """An n-dimensional array that records the operations made on it for backward."""
 
     __slots__ = (
-        "data", "requires_grad", "_grad", "grad_fn", "_nr", "_edge", "_vc", "_acc", "_hooks",
+        "_data", "requires_grad", "_grad", "grad_fn", "_nr", "_edge", "_vc", "_acc", "_hooks",
         "_retains_grad", "name", "__weakref__",
     )
     __array_priority__ = 1000  # so that ndarray <op> Tensor defers to Tensor's reflected op
@@ -72,7 +72,7 @@ class Tensor:
     def __init__(self, data, requires_grad=False):
         if isinstance(data, np.generic):
             data = np.asarray(data)  # NumPy turns 0-d results into scalars; keep an array
-        self.data = data
+        self._data = data
         self.requires_grad = requires_grad
         self._grad = None
         self.grad_fn = None
@@ -96,22 +96,41 @@ class Tensor:
         t._edge = (node, nr)
         return t
 
+    # --- storage ------------------------------------------------------------------------
+    @property
+    def data(self):
+        """A Tensor sharing this one's storage, cut from the graph, with its own version counter
+        (PyTorch's `.data`): changes made through it are invisible to autograd's checks. Prefer
+        `detach()`, which shares the version counter; `.numpy()` gives the array."""
+        return Tensor(self._data)
+
+    @data.setter
+    def data(self, value):
+        # NOTE: as in PyTorch, `x.data = y` swaps the storage (shape and dtype may change) and
+        # leaves the history alone.
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"Tensor.data must be set to a Tensor, got {type(value).__name__}. Fix: "
+                f"x.data = kit.tensor(value)"
+            )
+        self._data = value._data
+
     # --- metadata -----------------------------------------------------------------------
     @property
     def shape(self):
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def device(self) -> str:
-        return backend.device_of(self.data)
+        return backend.device_of(self._data)
 
     @property
     def is_leaf(self) -> bool:
@@ -122,18 +141,18 @@ class Tensor:
         return self._vc[0]
 
     def size(self, dim=None):
-        return self.data.shape if dim is None else self.data.shape[dim]
+        return self._data.shape if dim is None else self._data.shape[dim]
 
     def dim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     def numel(self):
-        return int(self.data.size)
+        return int(self._data.size)
 
     def __len__(self):
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._data.shape[0]
 
     @property
     def grad(self):
@@ -160,12 +179,12 @@ class Tensor:
 
     # --- conversion ---------------------------------------------------------------------
     def item(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(
-                f"a Tensor with {self.data.size} elements cannot be converted to a Python "
+                f"a Tensor with {self._data.size} elements cannot be converted to a Python "
                 f"scalar; item() needs exactly one element"
             )
-        return self.data.item()
+        return self._data.item()
 
     def numpy(self):
         """The data as a NumPy array (shares memory on the CPU, as in PyTorch).
@@ -178,18 +197,18 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
-        if backend.device_of(self.data) != "cpu":
+        if backend.device_of(self._data) != "cpu":
             raise TypeError(
                 "can't convert a gpu tensor to numpy: copy it to the CPU first with "
                 ".to('cpu').numpy() (or .cpu().numpy())"
             )
-        return self.data
+        return self._data
 
     def tolist(self):
-        return self.data.tolist()
+        return self._data.tolist()
 
     def __array__(self, dtype=None, copy=None):
-        data = backend.to_device(self.data, "cpu")
+        data = backend.to_device(self._data, "cpu")
         return data if dtype is None else data.astype(dtype)
 
     def __float__(self):
@@ -199,17 +218,17 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with {self.data.size} values is ambiguous; use "
+                f"Boolean value of Tensor with {self._data.size} values is ambiguous; use "
                 f".any() or .all()"
             )
-        return bool(self.data)
+        return bool(self._data)
 
     def __index__(self):
-        if self.data.dtype.kind not in "biu" or self.data.size != 1:
+        if self._data.dtype.kind not in "biu" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
-        return int(self.data.item())
+        return int(self._data.item())
 
     def __hash__(self):
         return id(self)
@@ -221,13 +240,13 @@ class Tensor:
     def _leaf_edge(self):
         """The edge to this leaf's AccumulateGrad, made once (again if shape or dtype changed)."""
         edge = self._acc
-        if edge is None or edge[0].output_meta[0] != (self.data.shape, self.data.dtype):
+        if edge is None or edge[0].output_meta[0] != (self._data.shape, self._data.dtype):
             edge = self._acc = (AccumulateGrad(self), 0)
         return edge
 
     def detach(self):
         """A new Tensor sharing the data, cut from the graph."""
-        t = Tensor(self.data)
+        t = Tensor(self._data)
         # A view: in-place changes on either are seen by saved-tensor checks.
         t._vc = version_counter(self)
         return t
@@ -248,7 +267,7 @@ class Tensor:
                 )
             return self
         if requires_grad:
-            _check_grad_dtype(self.data.dtype, "requires_grad_()")
+            _check_grad_dtype(self._data.dtype, "requires_grad_()")
         self.requires_grad = bool(requires_grad)
         return self
 
@@ -389,7 +408,7 @@ def _float_style(data):
 
 
 def _format(t):
-    data = backend.to_device(t.data, "cpu")
+    data = backend.to_device(t._data, "cpu")
     formatter = None
     if data.dtype.kind == "f" and data.size:
         flat = data.reshape(-1)
@@ -406,7 +425,7 @@ def _format(t):
         formatter={"float_kind": formatter} if formatter else None,
     )
     extras = []
-    if backend.device_of(t.data) != "cpu":
+    if backend.device_of(t._data) != "cpu":
         extras.append("device='gpu'")
     if data.dtype not in (float32, int64, bool_) or data.size == 0:
         extras.append(f"dtype=kit.{data.dtype}")

@@ -100,7 +100,7 @@ class Node:
             elif isinstance(v, Tensor):
                 if expected >= 0 and v._vc[0] != expected:
                     check_versions(self)
-                values.append(v if differentiable else v.data)
+                values.append(v if differentiable else v._data)
             else:
                 values.append(v)
         return self.rule(self, grads[0], *values)
@@ -389,7 +389,7 @@ def _run_hooks(node, leaf_hooks, grads, differentiable, owned):
                         f"a hook on a gradient flowing into {node.name()} changed its shape from "
                         f"{list(g.shape)} to {list(result.shape)}; a hook must keep the shape"
                     )
-                g = result if differentiable else result.data
+                g = result if differentiable else result._data
         retained = hooks.get("retain")
         if retained is not None and retained() is not None:
             _accumulate(retained(), g, differentiable, owned)
@@ -403,7 +403,7 @@ def _accumulate(tensor, g, differentiable, owned):
         tensor._grad = g if tensor._grad is None else tensor._grad + g
         return
     if tensor._grad is not None:
-        tensor._grad = Tensor(tensor._grad.data + g)
+        tensor._grad = Tensor(tensor._grad._data + g)
         return
     base = g.base
     if base is not None or id(g) in owned:
@@ -416,7 +416,7 @@ def _check_nan(node, in_grads):
     for index, g in enumerate(in_grads):
         if g is None:
             continue
-        data = g.data if isinstance(g, Tensor) else g
+        data = g._data if isinstance(g, Tensor) else g
         xp = backend.get_array_module(data)
         if data.dtype.kind in "fc" and bool(xp.isnan(data).any()):
             where = ""

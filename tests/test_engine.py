@@ -383,7 +383,7 @@ def test_a_leaf_keeps_one_accumulator_without_a_reference_cycle():
     first = (w * 2).grad_fn.next_functions[0][0]
     second = (w * 3).grad_fn.next_functions[0][0]
     assert first is second and first.variable is w
-    w.data = np.zeros(3)  # a new shape gets a new accumulator with the right metadata
+    w.data = kit.zeros(3)  # a new shape gets a new accumulator with the right metadata
     (w * 2).sum().backward()
     assert w.grad.shape == (3,)
     probe = weakref.ref(w)

@@ -103,7 +103,7 @@ def test_numpy_refuses_a_tensor_that_requires_grad():
     x = leaf([1.0])
     with pytest.raises(RuntimeError, match=r"Use tensor.detach\(\).numpy\(\) instead"):
         x.numpy()
-    assert x.detach().numpy() is x.data
+    assert x.detach().numpy() is x._data
 
 
 def test_repr():

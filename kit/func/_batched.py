@@ -114,6 +114,10 @@ class BatchedTensor(Tensor):
     def data(self):
         raise _no_storage("reading .data")
 
+    @property
+    def _data(self):
+        raise _no_storage("reading its array")
+
     def numpy(self):
         raise _no_storage("calling .numpy()")
 

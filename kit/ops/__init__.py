@@ -97,7 +97,7 @@ def _alias(t):
             "a leaf Variable that requires grad is being used in an in-place operation. Fix: "
             "do the update under `with kit.no_grad():`, or use an out-of-place op (x = x + 1)"
         )
-    old = Tensor(t.data)
+    old = Tensor(t._data)
     old.requires_grad, old.grad_fn, old._nr, old._edge = t.requires_grad, t.grad_fn, t._nr, t._edge
     old._vc = [t._vc[0]]
     return old
@@ -107,7 +107,7 @@ def _rebase(t, result):
     """Make `t` hold `result`'s value and history (the in-place op's output)."""
     if result.dtype != t.dtype:
         result = movement.astype(result, t.dtype)
-    t.data = result.data
+    t._data = result._data
     t.grad_fn, t._nr, t._edge = result.grad_fn, result._nr, result._edge
     t.requires_grad = result.requires_grad
     bump_version(t)
@@ -123,7 +123,7 @@ def _shape_error(name, t, other_shape):
 
 
 def _check_writeable(name, t):
-    if not getattr(getattr(t.data, "flags", None), "writeable", True):
+    if not getattr(getattr(t._data, "flags", None), "writeable", True):
         raise RuntimeError(
             f"kit.{name}: this tensor is a read-only view (from expand or broadcast_to: several "
             f"elements share one memory location). Fix: .clone() it before changing it in place"
@@ -138,7 +138,7 @@ def _inplace(name, op, fast=None):
             if fast is not None and not args and not kwargs:
                 value = data_of(other)
                 try:
-                    self.data = fast(self.data, value)
+                    self._data = fast(self._data, value)
                 except TypeError as exc:  # NumPy's casting error, e.g. int tensor += float
                     raise TypeError(f"kit.{name}: {exc}") from None
                 except ValueError as exc:  # a shape that does not fit, or a read-only view
@@ -148,7 +148,7 @@ def _inplace(name, op, fast=None):
                     raise _shape_error(name, self, getattr(value, "shape", ())) from None
             else:
                 _check_writeable(name, self)
-                self.data[...] = op(Tensor(self.data), other, *args, **kwargs).data
+                self._data[...] = op(Tensor(self._data), other, *args, **kwargs)._data
             bump_version(self)
             return self
         result = op(_alias(self), other, *args, **kwargs)
@@ -174,10 +174,10 @@ def _setitem(self, index, value):
         if hasattr(v, "shape"):
             from kit.ops._record import check_same_device
 
-            check_same_device("setitem", self.data, v)
+            check_same_device("setitem", self._data, v)
         index = movement._index_arg(index)
         _check_writeable("setitem", self)
-        self.data[index] = v
+        self._data[index] = v
         bump_version(self)
         return
     _rebase(self, index_put(_alias(self), index, value))
@@ -248,7 +248,7 @@ def _equality(fn, answer):
 
 def _clone(self):
     """A copy that stays in the graph (gradients flow back to the original)."""
-    return self * 1 if self.requires_grad and STATE.enabled else Tensor(self.data.copy())
+    return self * 1 if self.requires_grad and STATE.enabled else Tensor(self._data.copy())
 
 
 _METHODS = {

@@ -35,7 +35,7 @@ def record(op, rule, out, inputs, saved=(), params=None):
     y = Tensor(out)
     if not STATE.enabled:
         return y
-    out = y.data
+    out = y._data
     # NOTE: this runs once per recorded op; tuples grown in plain loops are the cheapest here.
     edges = ()
     need = False
@@ -97,11 +97,11 @@ def constant(value, like, op):
 def pair(a, b, op):
     """Operands of a binary op as (a, b, x, y): a, b Tensors or scalars; x, y their data."""
     if isinstance(a, Tensor):
-        x = a.data
+        x = a._data
         if not isinstance(b, Tensor):
             b = constant(b, x, op)
         if isinstance(b, Tensor):
-            y = b.data
+            y = b._data
             if type(x) is not type(y):
                 check_same_device(op, x, y)
             if x.dtype is not y.dtype:
@@ -113,7 +113,7 @@ def pair(a, b, op):
     if isinstance(b, Tensor):
         _, _, y, x = pair(b, a, op)
         a = constant(a, y, op)
-        return a, b, (a.data if isinstance(a, Tensor) else a), y
+        return a, b, (a._data if isinstance(a, Tensor) else a), y
     raise TypeError(f"kit.{op}: expected at least one Tensor operand")
 
 
@@ -145,7 +145,7 @@ def shape_error(op, *arrays, detail=""):
 
 def data_of(v):
     """The array behind a Tensor (or the value itself)."""
-    return v.data if isinstance(v, Tensor) else v
+    return v._data if isinstance(v, Tensor) else v
 
 
 def dual(tensor_fn, xp_name):
