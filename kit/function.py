@@ -406,7 +406,9 @@ def refuse_second_derivative(value, sources, message):
     fails loudly instead of silently missing terms. Used by @once_differentiable and kit.mx."""
     from kit.ops._record import record
 
-    return record("once_differentiable", _raise_message, value._data, tuple(sources), params=message)
+    return record(
+        "once_differentiable", _raise_message, value._data, tuple(sources), params=message
+    )
 
 
 def _raise_message(node, g):
