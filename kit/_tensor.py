@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from kit import backend, engine
+from kit import _views, backend, engine
 from kit.engine import AccumulateGrad
 from kit.grad_mode import STATE
 
@@ -64,18 +64,20 @@ class Tensor:
     """An n-dimensional array that records the operations made on it for backward."""
 
     __slots__ = (
-        "_data", "requires_grad", "_grad", "grad_fn", "_nr", "_edge", "_vc", "_acc", "_hooks",
-        "_retains_grad", "name", "__weakref__",
+        "_data", "_rg", "_grad", "_grad_fn", "_nr", "_edge", "_vc", "_acc", "_hooks",
+        "_retains_grad", "name", "_base", "_view_src", "__weakref__",
     )
     __array_priority__ = 1000  # so that ndarray <op> Tensor defers to Tensor's reflected op
 
     def __init__(self, data, requires_grad=False):
-        if isinstance(data, np.generic):
-            data = np.asarray(data)  # NumPy turns 0-d results into scalars; keep an array
+        if type(data) is not np.ndarray:
+            if type(requires_grad) is int and type(data) is int:  # torch.Tensor(2, 3): a shape
+                data, requires_grad = (data, requires_grad), False
+            data = _as_storage(data)
         self._data = data
-        self.requires_grad = requires_grad
+        self._rg = requires_grad
         self._grad = None
-        self.grad_fn = None
+        self._grad_fn = None
         self._nr = 0
         self._edge = None
         self._vc = _FRESH  # shared until the first in-place change: see bump_version
@@ -83,6 +85,8 @@ class Tensor:
         self._hooks = None
         self._retains_grad = False
         self.name = None
+        self._base = None  # a view: the Tensor that owns the storage (see kit/_views.py)
+        self._view_src = None  # a view: the base's edge its history was made from
         if requires_grad:
             _check_grad_dtype(data.dtype, "requires_grad=True")
 
@@ -90,11 +94,48 @@ class Tensor:
     def _from_node(cls, data, node, nr):
         """A non-leaf Tensor: output `nr` of `node`."""
         t = cls(data)
-        t.requires_grad = True
-        t.grad_fn = node
+        t._rg = True
+        t._grad_fn = node
         t._nr = nr
         t._edge = (node, nr)
         return t
+
+    # --- history (a view's is brought up to date first: see kit/_views.py) ----------------
+    @property
+    def grad_fn(self):
+        """The node that made this tensor (None for a leaf), as PyTorch's `grad_fn`."""
+        if self._base is not None:
+            _views.refresh(self)
+        return self._grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node):
+        self._grad_fn = node
+
+    @property
+    def requires_grad(self) -> bool:
+        if self._base is not None:
+            _views.refresh(self)
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        flag = bool(flag)
+        if self._grad_fn is not None:
+            if not flag:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach()."
+                )
+            return
+        if flag:
+            _check_grad_dtype(self._data.dtype, "requires_grad=True")
+        self._rg = flag
+
+    def _is_view(self) -> bool:
+        """True when this tensor shares the storage of another (its `_base`), as PyTorch's."""
+        return self._base is not None
 
     # --- storage ------------------------------------------------------------------------
     @property
@@ -252,23 +293,18 @@ class Tensor:
         return t
 
     def detach_(self):
-        self.grad_fn = None
+        if self._base is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead: it returns a new tensor "
+                "sharing the storage."
+            )
+        self._grad_fn = None
         self._edge = None
-        self.requires_grad = False
+        self._rg = False
         return self
 
     def requires_grad_(self, requires_grad=True):
-        if self.grad_fn is not None:
-            if not requires_grad:
-                raise RuntimeError(
-                    "you can only change requires_grad flags of leaf variables. If you want to "
-                    "use a computed variable in a subgraph that doesn't require differentiation "
-                    "use var_no_grad = var.detach()."
-                )
-            return self
-        if requires_grad:
-            _check_grad_dtype(self._data.dtype, "requires_grad_()")
-        self.requires_grad = bool(requires_grad)
+        self.requires_grad = requires_grad
         return self
 
     def retain_grad(self):
@@ -368,6 +404,29 @@ class Tensor:
         return str(self.dtype) if dtype is None else self.to(dtype)
 
 
+def _as_storage(data):
+    """What Tensor(data) keeps when `data` is not a NumPy array: a CuPy array as it is, a NumPy
+    scalar as a 0-d array; anything else is PyTorch's legacy constructor, `torch.Tensor([1, 2])`
+    (float32 data) or `torch.Tensor(2, 3)` (a shape; kit fills it with zeros)."""
+    if isinstance(data, np.generic):
+        return np.asarray(data)  # NumPy turns 0-d results into scalars; keep an array
+    if hasattr(data, "shape") and hasattr(data, "dtype") and not isinstance(data, Tensor):
+        return data  # a CuPy array (or another backend's)
+    if isinstance(data, Tensor):
+        return data._data.astype(_DEFAULT_FLOAT)
+    if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
+        return np.zeros((int(data),), _DEFAULT_FLOAT)
+    if isinstance(data, tuple) and data and all(isinstance(n, int) for n in data):
+        return np.zeros(data, _DEFAULT_FLOAT)
+    try:
+        return np.asarray(data, dtype=_DEFAULT_FLOAT)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"kit.Tensor(): cannot make a tensor from {type(data).__name__}. Fix: use "
+            f"kit.tensor(data) (or torch.tensor), which infers the dtype"
+        ) from None
+
+
 def _is_dtype_name(value):
     return isinstance(value, str) and value in {str(d) for d in SUPPORTED_DTYPES}
 
@@ -436,4 +495,5 @@ def _format(t):
     return "tensor(" + ", ".join([body] + extras) + ")"
 
 
-engine.bind_tensor(Tensor)
+engine.bind_tensor(Tensor, bump_version)
+_views.bind(Tensor, version_counter, engine.node_class, engine.OUTPUT)

@@ -57,7 +57,7 @@ class Node:
 
     def name(self) -> str:
         """PyTorch's spelling of the backward node: `MulBackward0` for the op `mul`."""
-        return "".join(part.title() for part in self._name.split("_")) + "Backward0"
+        return backward_name(self._name)
 
     @property
     def op(self) -> str:
@@ -65,7 +65,7 @@ class Node:
         return self._name
 
     def __repr__(self):
-        return f"<{self.name()}>"
+        return f"<{self.name()} object at {hex(id(self))}>"  # as PyTorch prints a grad_fn
 
     def outputs(self):
         """The output Tensors still alive (None for ones already collected)."""
@@ -109,6 +109,25 @@ class Node:
         if self.saved:
             self.saved = _FREED
             self.out_data = None
+
+
+def backward_name(op):
+    return "".join(part.title() for part in op.split("_")) + "Backward0"
+
+
+_NODE_CLASSES = {}
+
+
+def node_class(op, display=None):
+    """The Node subclass for `op`, named as PyTorch names it (`MulBackward0`), made once."""
+    cls = _NODE_CLASSES.get(op)
+    if cls is None:
+        title = display or backward_name(op)
+        cls = _NODE_CLASSES[op] = type(title, (Node,), {
+            "__slots__": (), "name": lambda self, _title=title: _title,
+            "__doc__": f"The backward of {op}.",
+        })
+    return cls
 
 
 class AccumulateGrad(Node):
@@ -402,8 +421,15 @@ def _accumulate(tensor, g, differentiable, owned):
     if differentiable:
         tensor._grad = g if tensor._grad is None else tensor._grad + g
         return
-    if tensor._grad is not None:
-        tensor._grad = Tensor(tensor._grad._data + g)
+    have = tensor._grad
+    if have is not None:
+        # NOTE: in place, as PyTorch: a reference to x.grad taken earlier stays current.
+        try:
+            have._data += g
+        except (TypeError, ValueError):  # read-only, or a dtype/shape it cannot hold in place
+            tensor._grad = Tensor(have._data + g)
+            return
+        bump_version(have)
         return
     base = g.base
     if base is not None or id(g) in owned:
@@ -428,9 +454,10 @@ def _check_nan(node, in_grads):
             )
 
 
-Tensor = None  # bound by kit._tensor once the class exists (the two modules need each other)
+# bound by kit._tensor once the class exists (the two modules need each other)
+Tensor = bump_version = None
 
 
-def bind_tensor(cls):
-    global Tensor
-    Tensor = cls
+def bind_tensor(cls, bump):
+    global Tensor, bump_version
+    Tensor, bump_version = cls, bump
