@@ -20,6 +20,7 @@ from kit.ops.sorting import index_add
 def _recording(t, other=None):
     return STATE.enabled and (
         t.requires_grad or (isinstance(other, Tensor) and other.requires_grad)
+        or (t._base is not None and t._base._rg)  # a view made under no_grad: refused later
     )
 
 
@@ -42,10 +43,16 @@ def _write(name, t, result):
     _check_writeable(name, t)
     t._data[...] = result._data
     bump_version(t)
+    retained = t._retains_grad and t._grad_fn is not None
+    if retained:  # retain_grad follows the tensor to its new history, as in PyTorch
+        t._grad_fn.pre_hooks[t._nr].pop("retain", None)
+        t._retains_grad = False
     if t._base is None:
         t._rg, t._grad_fn, t._nr, t._edge = result._rg, result._grad_fn, result._nr, result._edge
     else:
         _views.copy_slices(t, result)
+    if retained:
+        t.retain_grad()
     _views.adopt_output(result, t)
     return t
 
