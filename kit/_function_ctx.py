@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import warnings
 
-from kit._tensor import Tensor, version_counter
-from kit.engine import check_versions
-
-FREED = object()  # ctx._saved once backward has released it (without retain_graph)
+from kit._tensor import Tensor
+from kit.engine import FREED, SavedOutput, check_versions
 
 
 class FunctionCtx:
@@ -82,8 +80,10 @@ class FunctionCtx:
     def saved_tensors(self):
         if self._in_jvp:
             return self._forward_tensors()
-        saved = self._saved
-        if saved is FREED:
+        node = self._node
+        if node is None:  # not recorded (or still inside forward): what was saved, as it is
+            return self._saved
+        if node.saved is FREED:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved "
                 "tensors after they have already been freed). Saved intermediate values of the "
@@ -91,11 +91,11 @@ class FunctionCtx:
                 "retain_graph=True if you need to backward through the graph a second time or if "
                 "you need to access saved tensors after calling backward."
             )
+        return tuple(node.unpack_saved(True))
+
+    def _has_saved(self):
         node = self._node
-        if node is not None:
-            check_versions(node)
-            return tuple(node.unpack(v) for v in saved)
-        return saved
+        return bool(self._saved) if node is None else node.saved not in ((), FREED)
 
     def _forward_tensors(self):
         """saved_tensors inside jvp. PyTorch calls jvp during forward; kit calls it later, so a
@@ -103,16 +103,12 @@ class FunctionCtx:
         node = self._node
         if node is None:
             return self._saved_forward
-        for value, expected in zip(self._saved_forward, self._forward_versions, strict=True):
-            if value is not None and value._vc[0] != expected:
-                raise RuntimeError(
-                    f"one of the variables needed for forward-mode gradient computation has been "
-                    f"modified by an inplace operation: a tensor of shape {list(value.shape)} "
-                    f"saved with ctx.save_for_forward by {node.function.__name__} is at version "
-                    f"{value._vc[0]}; expected version {expected} instead. Fix: do not modify it "
-                    f"in place after the call (use an out-of-place op, or .clone() it first)."
-                )
-        return tuple(node.unpack(v) for v in self._saved_forward)
+        saved, versions = self._saved_forward, self._forward_versions
+        check_versions(node, saved, versions, "forward-mode gradient computation",
+                       " with ctx.save_for_forward")
+        return tuple(
+            Tensor._from_node(node.out_data[v.index], node, v.index) if type(v) is SavedOutput
+            else v for v in saved)
 
     def mark_dirty(self, *tensors):
         """Declare inputs that forward modified in place (and returns)."""
@@ -125,27 +121,3 @@ class FunctionCtx:
     def set_materialize_grads(self, value: bool):
         """With False, gradients of unused outputs reach backward as None instead of zeros."""
         object.__setattr__(self, "materialize_grads", bool(value))
-
-
-class SavedOutput:
-    """In ctx._saved: "my output i", kept as data so the graph has no reference cycle.
-
-    It carries the output's version counter, shape and dtype, so the engine's saved-tensor
-    version check covers a saved output exactly like a saved input.
-    """
-
-    __slots__ = ("index", "_vc", "shape", "dtype")
-
-    def __init__(self, index, output):
-        self.index = index
-        self._vc = version_counter(output)
-        self.shape = output.shape
-        self.dtype = output.dtype
-
-
-def mark_output(t, outputs):
-    """A saved tensor that is one of the outputs becomes a SavedOutput (no reference cycle)."""
-    for i, o in enumerate(outputs):
-        if t is o:
-            return SavedOutput(i, o)
-    return t

@@ -22,12 +22,34 @@ import numpy as np
 from kit import backend
 from kit.grad_mode import STATE
 
-_FREED = object()  # marks saved values released after a backward without retain_graph
-OUTPUT = object()  # in Node.saved: "my own output", kept as data to avoid a reference cycle
+FREED = object()  # Node.saved once released after a backward without retain_graph
+_FREED = FREED
+
+
+class SavedOutput:
+    """In Node.saved: "output `index` of this node". The node keeps that output's array, not its
+    Tensor (which refers to the node: a reference cycle), and its version counter, so a saved
+    output is version-checked like any saved tensor."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+    def __repr__(self):
+        return f"SavedOutput({self.index})"
+
+
+OUTPUT = SavedOutput(0)  # a built-in op's own (only) output
 
 
 class Node:
     """One recorded operation: the unit the reverse pass walks.
+
+    What it keeps for backward, for built-in ops and Functions alike (one mechanism): `saved`
+    (Tensors, SavedOutput markers, constants), `versions` (each saved tensor's version when saved,
+    -1 for constants), `out_data` / `out_vc` (each output's array and version counter, for the
+    SavedOutput markers). `unpack_saved` checks and unpacks them, `release` frees them.
 
     Public, read-only attributes used by tools such as kit.viz:
     `name()`, `next_functions`, `kind` ("builtin" or "custom"), `frontend` (for custom ops),
@@ -74,41 +96,48 @@ class Node:
 
     def saved_values(self):
         """What the node keeps for backward, for display: Tensors, arrays or constants."""
-        if self.saved is _FREED:
+        if self.saved is FREED:
             return ()
-        return tuple(self.out_data if v is OUTPUT else v for v in self.saved)
+        return tuple(self.out_data[v.index] if type(v) is SavedOutput else v for v in self.saved)
 
     def released(self) -> bool:
-        return self.saved is _FREED
+        return self.saved is FREED
 
-    # -- called by the engine -------------------------------------------------------------
-    def apply(self, grads, differentiable):
-        """Gradients for each input, given the gradient of each output."""
+    def unpack_saved(self, differentiable):
+        """The saved values, each checked against its version: Tensors if `differentiable`
+        (a saved output comes back as a Tensor that is that output of this node), else arrays."""
         saved = self.saved
-        if not saved:  # NOTE: _FREED is truthy; this is the "nothing saved" fast path
-            return self.rule(self, grads[0])
-        if saved is _FREED:
+        if saved is FREED:
             raise RuntimeError(_freed_message(self))
-        # One pass both checks versions (as check_versions, which words the error) and unpacks.
+        # One pass both checks versions (check_versions words the error) and unpacks.
         values = []
         for v, expected in zip(saved, self.versions, strict=True):
-            if v is OUTPUT:
-                if self.out_vc[0] != expected:
+            if type(v) is SavedOutput:
+                i = v.index
+                if self.out_vc[i][0] != expected:
                     check_versions(self)
-                values.append(Tensor._from_node(self.out_data, self, 0) if differentiable
-                              else self.out_data)
+                data = self.out_data[i]
+                values.append(Tensor._from_node(data, self, i) if differentiable else data)
             elif isinstance(v, Tensor):
-                if expected >= 0 and v._vc[0] != expected:
+                if v._vc[0] != expected:
                     check_versions(self)
                 values.append(v if differentiable else v._data)
             else:
                 values.append(v)
-        return self.rule(self, grads[0], *values)
+        return values
 
     def release(self):
+        """Free what was saved (after a backward without retain_graph)."""
         if self.saved:
-            self.saved = _FREED
+            self.saved = FREED
             self.out_data = None
+
+    # -- called by the engine -------------------------------------------------------------
+    def apply(self, grads, differentiable):
+        """Gradients for each input, given the gradient of each output."""
+        if not self.saved:  # NOTE: FREED is truthy; this is the "nothing saved" fast path
+            return self.rule(self, grads[0])
+        return self.rule(self, grads[0], *self.unpack_saved(differentiable))
 
 
 def backward_name(op):
@@ -156,19 +185,25 @@ class AccumulateGrad(Node):
         return (self.variable,)
 
 
-def check_versions(node):
-    """Raise if a tensor saved by `node` was modified in place after it was saved."""
-    for value, expected in zip(node.saved, node.versions, strict=True):
-        if expected < 0:
+def check_versions(node, saved=None, versions=None, needed_for="gradient computation",
+                   how=""):
+    """Raise if a tensor saved by `node` was modified in place after it was saved (by default
+    what it saved for backward; kit.func passes what a Function saved for its jvp)."""
+    saved = node.saved if saved is None else saved
+    versions = node.versions if versions is None else versions
+    for value, expected in zip(saved, versions, strict=True):
+        if expected < 0 or value is None:
             continue
-        vc = node.out_vc if value is OUTPUT else value._vc
+        output = type(value) is SavedOutput
+        vc = node.out_vc[value.index] if output else value._vc
         if vc[0] != expected:
-            what = "its output" if value is OUTPUT else (
+            what = ("its output" if len(node.output_meta) == 1 else f"its output {value.index}"
+                    ) if output else (
                 f"a saved tensor of shape {list(value.shape)} and dtype {value.dtype}"
             )
             raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {what}, saved by {node.name()}, is at version {vc[0]}; "
+                f"one of the variables needed for {needed_for} has been modified by an "
+                f"inplace operation: {what}, saved{how} by {node.name()}, is at version {vc[0]}; "
                 f"expected version {expected} instead. Fix: do not modify it in place (use an "
                 f"out-of-place op such as `x = x + 1`, or `.clone()` it before the change)."
             )

@@ -15,9 +15,9 @@ import sys
 
 from kit import backend
 from kit._function_call import bind, corrected_line
-from kit._function_ctx import FREED, FunctionCtx, SavedOutput, mark_output
+from kit._function_ctx import FunctionCtx
 from kit._tensor import Tensor, bump_version, version_counter
-from kit.engine import Node
+from kit.engine import FREED, Node, SavedOutput
 from kit.grad_mode import STATE, no_grad
 from kit.ops._vmap import VMAP
 
@@ -36,7 +36,7 @@ class FunctionNode(Node):
     """The graph node of one call to a Function."""
 
     __slots__ = (
-        "ctx", "function", "n_given", "input_meta", "outputs_data",
+        "ctx", "function", "n_given", "input_meta",
     )
     kind = "custom"
 
@@ -51,7 +51,7 @@ class FunctionNode(Node):
         self.input_meta = tuple(
             (a.shape, a.dtype) if isinstance(a, Tensor) else None for a in inputs
         )
-        self.outputs_data = [o._data if isinstance(o, Tensor) else None for o in outputs]
+        self.out_data = tuple(o._data if isinstance(o, Tensor) else None for o in outputs)
 
     @property
     def input_names(self):
@@ -84,18 +84,6 @@ class FunctionNode(Node):
                 f"{type(self).__name__!r} object has no attribute {name!r}"
             ) from None
 
-    def saved_values(self):
-        saved = self.ctx._saved
-        return () if saved is FREED else tuple(self.unpack(v) for v in saved)
-
-    def released(self):
-        return self.ctx._saved is FREED
-
-    def unpack(self, value):
-        if isinstance(value, SavedOutput):
-            return Tensor._from_node(self.outputs_data[value.index], self, value.index)
-        return value
-
     def apply(self, grads, differentiable):
         through_jvp = FORWARD_MODE.backward
         if through_jvp is not None and differentiable:
@@ -105,13 +93,13 @@ class FunctionNode(Node):
     def run_backward(self, grads, differentiable):
         """The Function's backward on the gradients of its outputs (the engine's step)."""
         ctx = self.ctx
-        if ctx._saved is FREED:
+        if self.saved is FREED:
             return ctx.saved_tensors  # raises the "second time" error
         wrapped = []
         for g, meta in zip(grads, self.output_meta, strict=True):
             if g is None:
                 if ctx.materialize_grads and meta is not None:
-                    xp = backend.get_array_module(self.outputs_data[len(wrapped)])
+                    xp = backend.get_array_module(self.out_data[len(wrapped)])
                     g = xp.zeros(meta[0], meta[1])
                 else:
                     wrapped.append(None)
@@ -169,12 +157,6 @@ class FunctionNode(Node):
             else:
                 parts.append(f"[{i}] {label}" + ("" if needs[i] else " (may be None)"))
         return ", ".join(parts)
-
-    def release(self):
-        if self.ctx._saved:
-            object.__setattr__(self.ctx, "_saved", FREED)
-            self.saved = ()  # the engine's copy for version checks: drop it too, or nothing frees
-            self.outputs_data = [None] * len(self.outputs_data)
 
 
 def _input_names(function, input_meta):
@@ -340,20 +322,26 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
                 o.grad_fn, o._nr, o._edge = node, i, (node, i)
             elif isinstance(o, Tensor):
                 o.requires_grad = False
-        saved = tuple(mark_output(t, final) for t in ctx._saved)
-        object.__setattr__(ctx, "_saved", saved)
-        node.versions = tuple(
-            -1 if t is None else t._vc[0] if isinstance(t, SavedOutput) else v
-            for t, v in zip(saved, ctx._versions, strict=True)
-        )
-        node.saved = saved
+        # What ctx saved goes onto the node, kept and checked as a built-in op's saved values are
+        # (an output as a SavedOutput marker: no reference cycle through the output Tensor).
+        node.saved = tuple(mark_output(t, final) for t in ctx._saved)
+        node.versions = tuple(-1 if t is None else t._vc[0] for t in ctx._saved)
+        object.__setattr__(ctx, "_saved", ())  # the node holds them now, and frees them
+        node.out_vc = tuple(version_counter(o) if isinstance(o, Tensor) else None for o in final)
         if ctx._saved_forward:
-            forward_saved = tuple(mark_output(t, final) for t in ctx._saved_forward)
-            object.__setattr__(ctx, "_saved_forward", forward_saved)
             object.__setattr__(ctx, "_forward_versions", tuple(
-                -1 if t is None else t._vc[0] for t in forward_saved
-            ))
+                -1 if t is None else t._vc[0] for t in ctx._saved_forward))
+            object.__setattr__(ctx, "_saved_forward", tuple(
+                mark_output(t, final) for t in ctx._saved_forward))
     return final[0] if single else tuple(final)
+
+
+def mark_output(t, outputs):
+    """A saved tensor that is one of the outputs becomes a SavedOutput marker."""
+    for i, o in enumerate(outputs):
+        if t is o:
+            return SavedOutput(i)
+    return t
 
 
 def once_differentiable(backward):
@@ -369,7 +357,7 @@ def once_differentiable(backward):
         # NOTE: PyTorch checks only the incoming gradients, so a double backward that depends on
         # the saved tensors alone silently loses that term (the result has no grad_fn). kit
         # also looks at the saved tensors and raises instead.
-        saved = ctx.saved_tensors if isinstance(ctx, FunctionCtx) and ctx._saved else ()
+        saved = ctx.saved_tensors if isinstance(ctx, FunctionCtx) and ctx._has_saved() else ()
         # under kit.func.vmap (jacrev, hessian) values are BatchedTensors: mark the physical ones
         from kit.func._batched import BatchedTensor, physical
         sources = tuple(

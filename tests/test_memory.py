@@ -123,3 +123,34 @@ def test_training_loop_memory_is_flat():
         tracemalloc.stop()
     assert at_1000 - at_100 < 64 * 1024, f"grew by {at_1000 - at_100} bytes"
     assert losses[-1] < 0.5 * losses[0]  # it did train
+
+
+def test_a_functions_saved_tensors_are_freed_after_backward_like_a_builtin_ops():
+    """Functions and built-in ops keep saved values in one mechanism (Node.saved): both let go
+    of them after backward, and both version-check a saved output."""
+
+    class Exp(kit.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            inner = x * 2  # an intermediate, saved too
+            ctx.save_for_backward(y, inner)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            y, _ = ctx.saved_tensors
+            return g * y
+
+    x = kit.tensor([1.0, 2.0], requires_grad=True)
+    y = Exp.apply(x)
+    node = y.grad_fn
+    inner = weakref.ref(node.saved[1])
+    assert type(node.saved[0]).__name__ == "SavedOutput" and inner() is not None
+    y.sum().backward()
+    assert node.released() and inner() is None and node.saved_values() == ()
+    z = Exp.apply(x)
+    with kit.no_grad():
+        z.mul_(2)
+    with pytest.raises(RuntimeError, match="its output, saved by ExpBackward, is at version 1"):
+        z.sum().backward()

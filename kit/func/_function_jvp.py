@@ -151,7 +151,7 @@ def _non_differentiable(node):
     marked = node.ctx._non_differentiable
     return {
         k for k, meta in enumerate(node.output_meta)
-        if meta is None or any(t._data is node.outputs_data[k] for t in marked)
+        if meta is None or any(t._data is node.out_data[k] for t in marked)
     }
 
 

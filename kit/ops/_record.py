@@ -82,8 +82,8 @@ def record(op, rule, out, inputs, saved=(), params=None):
         cls = _CLASSES[op] = node_class(op)
     node = cls(op, rule, edges, saved, versions, params, meta)
     if saves_output:
-        node.out_data = out
-        node.out_vc = version_counter(y)
+        node.out_data = (out,)
+        node.out_vc = (version_counter(y),)
     y._rg = True
     y._grad_fn = node
     y._edge = (node, 0)
