@@ -408,8 +408,8 @@ def test_a_tensor_saved_for_forward_then_changed_in_place_is_refused():
         w.mul_(2)  # PyTorch ran jvp already; kit runs it later and must not see the new w
         return y
 
-    with pytest.raises(RuntimeError, match="saved with ctx.save_for_forward by ScaleBackward, is at "
-                       "version 1; expected version 0"):
+    with pytest.raises(RuntimeError, match="saved with ctx.save_for_forward by ScaleBackward, "
+                       "is at version 1; expected version 0"):
         jvp(f, (kit.tensor([1.0]),), (kit.tensor([1.0]),))
 
 
