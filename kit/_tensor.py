@@ -496,4 +496,4 @@ def _format(t):
 
 
 engine.bind_tensor(Tensor, bump_version)
-_views.bind(Tensor, version_counter, engine.node_class, engine.OUTPUT)
+_views.bind(Tensor, version_counter)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from kit import backend
+from kit.engine import NO_EDGE, OUTPUT, node_class
 
 # A view made while grad mode was off: it has no history to remake, and an in-place change of it
 # with grad mode on is refused (PyTorch refuses it too: it is ambiguous).
@@ -88,9 +89,9 @@ def copy_slices(view, result):
     xp = backend.get_array_module(base._data)
     keep = xp.ones(base._data.size, dtype=base._data.dtype)
     keep[idx.reshape(-1)] = 0
-    old = (base._edge or base._leaf_edge()) if base._rg else None
-    new = (result._edge or result._leaf_edge()) if result._rg else None
-    if old is None and new is None:
+    old = (base._edge or base._leaf_edge()) if base._rg else NO_EDGE
+    new = (result._edge or result._leaf_edge()) if result._rg else NO_EDGE
+    if not old and not new:
         _as_view_of_base(view)
         return
     node = node_class("copy_slices", "CopySlices")(
@@ -187,9 +188,9 @@ def adopt_output(result, t):
                           for v, expected in zip(node.saved, node.versions, strict=True))
 
 
-Tensor = version_counter = node_class = OUTPUT = None  # bound by kit.engine / kit._tensor
+Tensor = version_counter = None  # bound by kit._tensor (which imports this module)
 
 
-def bind(tensor_cls, counter, node_cls, output):
-    global Tensor, version_counter, node_class, OUTPUT
-    Tensor, version_counter, node_class, OUTPUT = tensor_cls, counter, node_cls, output
+def bind(tensor_cls, counter):
+    global Tensor, version_counter
+    Tensor, version_counter = tensor_cls, counter

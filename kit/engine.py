@@ -43,6 +43,19 @@ class SavedOutput:
 OUTPUT = SavedOutput(0)  # a built-in op's own (only) output
 
 
+class _NoEdge(tuple):
+    """An entry of `next_functions` for an input that needs no gradient: `(None, 0)`, as PyTorch
+    shows it, but false, so that rules and the engine test `if edge:` for "needs a gradient"."""
+
+    __slots__ = ()
+
+    def __bool__(self):
+        return False
+
+
+NO_EDGE = _NoEdge((None, 0))
+
+
 class Node:
     """One recorded operation: the unit the reverse pass walks.
 
@@ -264,7 +277,7 @@ def _collect(roots):
     pop, push = stack.pop, stack.append
     while stack:
         for edge in pop().next_functions:
-            if edge is not None:
+            if edge:
                 nxt = edge[0]
                 count = get(nxt)
                 if count is None:
@@ -281,7 +294,7 @@ def _needed(nodes, capture):
     consumers = {}
     for node in nodes:
         for edge in node.next_functions:
-            if edge is not None:
+            if edge:
                 consumers.setdefault(edge[0], []).append(node)
     needed = set()
     stack = [node for node, _ in capture]
@@ -356,7 +369,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
             index = -1
             for edge in node.next_functions:
                 index += 1
-                if edge is None:
+                if not edge:
                     continue
                 nxt, nr = edge
                 g = in_grads[index] if index < n_in else None
@@ -404,7 +417,7 @@ def node_vjp(node, grads):
     passed = []
     for index, edge in enumerate(node.next_functions):
         g = in_grads[index] if index < len(in_grads) else None
-        if edge is None or g is None:
+        if not edge or g is None:
             passed.append(None)
         else:
             passed.append(_fit(node, index, g, edge[0].output_meta[edge[1]], False))

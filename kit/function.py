@@ -17,7 +17,7 @@ from kit import backend
 from kit._function_call import bind, corrected_line
 from kit._function_ctx import FunctionCtx
 from kit._tensor import Tensor, bump_version, version_counter
-from kit.engine import FREED, Node, SavedOutput
+from kit.engine import FREED, NO_EDGE, Node, SavedOutput
 from kit.grad_mode import STATE, no_grad
 from kit.ops._vmap import VMAP
 
@@ -136,7 +136,7 @@ class FunctionNode(Node):
                     f"{i} (for input {self.input_names[i]}): expected Tensor or None (got "
                     f"{type(g).__name__}). Fix: return a kit Tensor, e.g. kit.tensor(value)"
                 )
-            if self.next_functions[i] is None and not self.ctx.needs_input_grad[i]:
+            if not self.next_functions[i] and not self.ctx.needs_input_grad[i]:
                 if self.input_meta[i] is None:
                     raise RuntimeError(
                         f"function {name} returned a gradient different than None at position "
@@ -311,7 +311,7 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
         final.append(o)
     if recording:
         edges = tuple(
-            (a._edge or a._leaf_edge()) if isinstance(a, Tensor) and a.requires_grad else None
+            (a._edge or a._leaf_edge()) if isinstance(a, Tensor) and a.requires_grad else NO_EDGE
             for a in inputs
         )
         node = FunctionNode(cls, ctx, edges, inputs, final, given)

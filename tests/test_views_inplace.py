@@ -291,3 +291,13 @@ def test_random_views_and_in_place_match_pytorch(steps, seed):
             assert a is None or not np.any(a)
         else:
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_next_functions_hold_none_for_inputs_without_gradient(torch):
+    x = torch.ones(2, requires_grad=True)
+    y = x * torch.ones(2)
+    z = x * 2
+    assert y.grad_fn.next_functions[1] == (None, 0)
+    assert type(z.grad_fn.next_functions[0][0]).__name__ == "AccumulateGrad"
+    assert [fn is None for fn, _ in y.grad_fn.next_functions] == [False, True]

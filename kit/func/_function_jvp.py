@@ -20,7 +20,7 @@ import contextlib
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.engine import Node
+from kit.engine import NO_EDGE, Node
 from kit.function import FORWARD_MODE, Function
 
 
@@ -44,10 +44,10 @@ def _backward(node, grads):
     if not has_jvp(node.function):
         return _differentiable_backward(node, grads)
     edges = tuple(
-        (g._edge or g._leaf_edge()) if isinstance(g, Tensor) and g.requires_grad else None
+        (g._edge or g._leaf_edge()) if isinstance(g, Tensor) and g.requires_grad else NO_EDGE
         for g in grads
     )
-    if all(e is None for e in edges):
+    if not any(edges):
         return [None] * node.n_inputs  # u does not reach this step: nothing to differentiate
     # NOTE: the values are zeros, not backward(ctx, g). _linearize pulls back u = 0 and keeps
     # only the derivative with respect to u (the pullback's value is discarded), and a
@@ -55,7 +55,7 @@ def _backward(node, grads):
     xp = backend.get_array_module(_data(next(g for g in grads if g is not None)))
     jvp_node = JvpNode(node, edges)
     return [
-        None if edge is None else
+        None if not edge else
         Tensor._from_node(xp.zeros(*node.input_meta[i]), jvp_node, i)
         for i, edge in enumerate(node.next_functions)
     ]
@@ -161,7 +161,7 @@ def _differentiable_backward(node, grads):
     if not any(isinstance(g, Tensor) and g.requires_grad for g in grads):
         return result
     needed = [g for g, edge in zip(result, node.next_functions, strict=True)
-              if g is not None and edge is not None]
+              if g is not None and edge]
     if any(g.grad_fn is not None and g.grad_fn.op == "once_differentiable" for g in needed):
         why = ("it is marked @once_differentiable (or, in an MXNet-style op, computed with "
                "NumPy), so kit refuses to differentiate it again")

@@ -129,7 +129,7 @@ def _graph_variables(outputs):
             leaves.append(node.variable)
             continue
         for edge in node.next_functions:
-            if edge is not None and edge[0] not in seen:
+            if edge and edge[0] not in seen:
                 seen.add(edge[0])
                 stack.append(edge[0])
     return leaves

@@ -17,7 +17,7 @@ import numpy as np
 from kit import _views, backend
 from kit._creation import _to_array
 from kit._tensor import Tensor, float32, version_counter
-from kit.engine import OUTPUT, node_class
+from kit.engine import NO_EDGE, OUTPUT, node_class
 from kit.grad_mode import STATE
 
 # One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so
@@ -54,7 +54,7 @@ def record(op, rule, out, inputs, saved=(), params=None):
                 edges += (t._edge or t._leaf_edge(),)
                 need = True
                 continue
-        edges += (None,)
+        edges += (NO_EDGE,)
     if not need:
         return y
     versions = ()

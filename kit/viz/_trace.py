@@ -45,7 +45,7 @@ def graph_nodes(roots):
         node = order[position]
         position += 1
         for edge in node.next_functions:
-            if edge is None:
+            if not edge:
                 continue
             nxt = edge[0]
             if nxt in consumers:
@@ -98,7 +98,7 @@ def trace_backward(outputs):
         passed = node_vjp(node, received) if flowing else [None] * len(node.next_functions)
         steps.append(Step(node, received, passed))
         for edge, g in zip(node.next_functions, passed, strict=True):
-            if edge is None:
+            if not edge:
                 continue
             nxt, nr = edge
             if g is not None:

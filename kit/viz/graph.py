@@ -86,7 +86,7 @@ def _chains(order, consumers, roots, min_length):
     for node in order:
         if type(node) is AccumulateGrad:
             continue
-        edges = [edge for edge in node.next_functions if edge is not None]
+        edges = [edge for edge in node.next_functions if edge]
         if len(edges) != 1:
             continue
         below = edges[0][0]
@@ -245,7 +245,7 @@ class _Builder:
             if target is None:
                 continue
             for index, edge in enumerate(node.next_functions):
-                if edge is None:
+                if not edge:
                     continue
                 below, nr = edge
                 source = self.ids.get(chains.get(below, (below,))[0])

@@ -358,7 +358,7 @@ class StepBackward(View):
             name = step.node.name()
         passed = [(self._describe(edge[0]), _grad_text(g))
                   for edge, g in zip(step.node.next_functions, step.passed, strict=True)
-                  if edge is not None]
+                  if edge]
         drawing = None
         if self.show_graph:
             flow = {s.node: s.received for s in self.steps[:index + 1]}
