@@ -16,7 +16,8 @@ import numpy as np
 
 from kit import _views, backend
 from kit._creation import _to_array
-from kit._tensor import Tensor, float32, version_counter
+from kit._promotion import cast_scalar, result_type
+from kit._tensor import Tensor, version_counter
 from kit.engine import NO_EDGE, OUTPUT, node_class
 from kit.grad_mode import STATE
 
@@ -111,7 +112,8 @@ def constant(value, like, op):
 
 
 def pair(a, b, op):
-    """Operands of a binary op as (a, b, x, y): a, b Tensors or scalars; x, y their data."""
+    """Operands of a binary op as (a, b, x, y): a, b Tensors or scalars; x, y their data, cast to
+    the dtype PyTorch's type promotion gives (kit/_promotion.py)."""
     if isinstance(a, Tensor):
         x = a._data
         if not isinstance(b, Tensor):
@@ -121,26 +123,19 @@ def pair(a, b, op):
             if type(x) is not type(y):
                 check_same_device(op, x, y)
             if x.dtype is not y.dtype:
-                x, y = _promote(x, y)
+                dtype = result_type(x, y)
+                x = x if x.dtype == dtype else x.astype(dtype)
+                y = y if y.dtype == dtype else y.astype(dtype)
             return a, b, x, y
-        if isinstance(b, float) and x.dtype.kind not in "fc":
-            x = x.astype(float32)  # NOTE: int tensor op Python float gives float32, as in PyTorch
-        return a, b, x, b
+        dtype = result_type(x, b)
+        if x.dtype != dtype:
+            x = x.astype(dtype)  # NOTE: int tensor op Python float gives float32, as in PyTorch
+        return a, b, x, cast_scalar(b, dtype)
     if isinstance(b, Tensor):
         _, _, y, x = pair(b, a, op)
         a = constant(a, y, op)
-        return a, b, (a._data if isinstance(a, Tensor) else a), y
+        return a, b, (a._data if isinstance(a, Tensor) else x), y
     raise TypeError(f"kit.{op}: expected at least one Tensor operand")
-
-
-def _promote(x, y):
-    """PyTorch's rule for an integer or bool tensor with a float one: the float dtype wins
-    (NumPy would give float64 for int64 with float32)."""
-    if x.dtype.kind in "biu" and y.dtype.kind in "fc":
-        return x.astype(y.dtype), y
-    if y.dtype.kind in "biu" and x.dtype.kind in "fc":
-        return x, y.astype(x.dtype)
-    return x, y
 
 
 def check_same_device(op, *arrays):
