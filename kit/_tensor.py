@@ -120,18 +120,13 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag):
-        flag = bool(flag)
-        if self._grad_fn is not None:
-            if not flag:
-                raise RuntimeError(
-                    "you can only change requires_grad flags of leaf variables. If you want to "
-                    "use a computed variable in a subgraph that doesn't require differentiation "
-                    "use var_no_grad = var.detach()."
-                )
-            return
-        if flag:
-            _check_grad_dtype(self._data.dtype, "requires_grad=True")
-        self._rg = flag
+        if self._grad_fn is not None:  # NOTE: even setting True raises here, as in PyTorch
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        self.requires_grad_(flag)
 
     def _is_view(self) -> bool:
         """True when this tensor shares the storage of another (its `_base`), as PyTorch's."""
@@ -211,11 +206,24 @@ class Tensor:
     def grad(self, value):
         if value is not None and not isinstance(value, Tensor):
             raise TypeError(f"assigned grad must be a Tensor or None, got {type(value).__name__}")
-        if value is not None and value.shape != self.shape:
-            raise RuntimeError(
-                f"assigned grad has shape {list(value.shape)} but the tensor has shape "
-                f"{list(self.shape)}"
-            )
+        if value is not None:
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
+                    f"of size '{list(self.shape)}'. Please ensure that the gradient and the "
+                    f"tensor are the same size"
+                )
+            if value.dtype != self.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{value.dtype}' to a tensor "
+                    f"with dtype '{self.dtype}'. Fix: convert it first, e.g. "
+                    f"x.grad = g.to(x.dtype)"
+                )
+            if value.device != self.device:
+                raise RuntimeError(
+                    f"attempting to assign a gradient on {value.device} to a tensor on "
+                    f"{self.device}. Fix: x.grad = g.to(x.device)"
+                )
         self._grad = value
 
     # --- conversion ---------------------------------------------------------------------
@@ -274,6 +282,62 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    def __format__(self, spec):
+        """`f"{loss:.4f}"` formats a one-element tensor's number, as in PyTorch."""
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
+        return repr(self)
+
+    # --- copies and pickling (as PyTorch: a copy or an unpickled tensor is a leaf) ------------
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment. Fix: deepcopy x.detach() (then .requires_grad_() if the "
+                "copy should be a new leaf), or keep the history and use x.clone()"
+            )
+        copy = Tensor(self._data.copy(), self._rg)
+        if self._grad is not None:
+            copy._grad = Tensor(self._grad._data.copy())
+        memo[id(self)] = copy
+        return copy
+
+    def __reduce_ex__(self, protocol):
+        for hook in (self._hooks or {}).values():
+            warnings.warn(
+                f"backward hook {hook} on tensor will not be serialized. If this is expected, "
+                f"remove it before pickling (the handle's .remove())", UserWarning, stacklevel=2)
+        data = backend.to_device(self._data, "cpu")
+        return _rebuild, (data, self._rg, backend.device_of(self._data))
+
+    # --- NumPy functions on a Tensor -----------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """`np.exp(t)`, `ndarray * t`: a Tensor, as PyTorch gives. A ufunc that is a kit op runs
+        as that op (so it is recorded); any other is refused for a tensor that requires grad
+        while grad mode is on, where the graph would be dropped silently."""
+        op = _ufunc_ops().get(ufunc.__name__) if method == "__call__" and not kwargs else None
+        if op is not None:
+            return op(*inputs)
+        for v in inputs:
+            if isinstance(v, Tensor) and v.requires_grad and STATE.enabled:
+                raise RuntimeError(
+                    f"Can't call numpy() on Tensor that requires grad (np.{ufunc.__name__} would "
+                    f"drop it from the graph). Fix: use the kit op (kit.{ufunc.__name__}(x) or "
+                    f"the method x.{ufunc.__name__}()) to keep the gradient, or pass "
+                    f"x.detach() to NumPy"
+                )
+        arrays = [backend.to_device(v._data, "cpu") if isinstance(v, Tensor) else v
+                  for v in inputs]
+        if "out" in kwargs:
+            raise TypeError(f"np.{ufunc.__name__}(..., out=) on a kit Tensor is not supported; "
+                            f"use the in-place method instead (x.add_(y), x.mul_(y))")
+        result = getattr(ufunc, method)(*arrays, **kwargs)
+        if isinstance(result, tuple):
+            return tuple(Tensor(np.asarray(r)) for r in result)
+        return None if result is None else Tensor(np.asarray(result))
+
     def __repr__(self):
         return _format(self)
 
@@ -304,7 +368,18 @@ class Tensor:
         return self
 
     def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+        flag = bool(requires_grad)
+        if self._grad_fn is not None:
+            if not flag:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach()."
+                )
+            return self
+        if flag:
+            _check_grad_dtype(self._data.dtype, "requires_grad=True")
+        self._rg = flag
         return self
 
     def retain_grad(self):
@@ -402,6 +477,31 @@ class Tensor:
 
     def type(self, dtype=None):
         return str(self.dtype) if dtype is None else self.to(dtype)
+
+
+_UFUNC_NAMES = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "div", "divide": "div",
+    "power": "pow", "matmul": "matmul", "negative": "neg", "exp": "exp", "log": "log",
+    "sqrt": "sqrt", "tanh": "tanh", "sin": "sin", "cos": "cos", "absolute": "abs",
+    "maximum": "maximum", "minimum": "minimum", "equal": "eq", "not_equal": "ne", "less": "lt",
+    "less_equal": "le", "greater": "gt", "greater_equal": "ge", "sign": "sign",
+}
+_UFUNC_OPS = {}
+
+
+def _ufunc_ops():
+    """NumPy ufunc name -> the kit op that computes it (made on first use: kit.ops imports this
+    module)."""
+    if not _UFUNC_OPS:
+        import kit.ops
+
+        _UFUNC_OPS.update({u: getattr(kit.ops, op) for u, op in _UFUNC_NAMES.items()})
+    return _UFUNC_OPS
+
+
+def _rebuild(data, requires_grad, device):
+    """Unpickle a Tensor (a leaf, as PyTorch unpickles one)."""
+    return Tensor(backend.to_device(data, device), requires_grad)
 
 
 def _as_storage(data):

@@ -456,6 +456,12 @@ def _run_hooks(node, leaf_hooks, grads, differentiable, owned):
                         f"a hook on a gradient flowing into {node.name()} changed its shape from "
                         f"{list(g.shape)} to {list(result.shape)}; a hook must keep the shape"
                     )
+                if result.dtype != g.dtype:
+                    raise RuntimeError(
+                        f"hook '{getattr(hook, '__name__', hook)}' has changed the type of value "
+                        f"(was {g.dtype} got {result.dtype}): a hook on a gradient flowing into "
+                        f"{node.name()} must keep the dtype. Fix: return g.to({g.dtype})"
+                    )
                 g = result if differentiable else result._data
         retained = hooks.get("retain")
         if retained is not None and retained() is not None:

@@ -318,10 +318,10 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
         object.__setattr__(ctx, "_node", node)
         for i, o in enumerate(final):
             if isinstance(o, Tensor) and not any(o is t for t in non_diff):
-                o.requires_grad = True
+                o._rg = True
                 o.grad_fn, o._nr, o._edge = node, i, (node, i)
             elif isinstance(o, Tensor):
-                o.requires_grad = False
+                o._rg = False
         # What ctx saved goes onto the node, kept and checked as a built-in op's saved values are
         # (an output as a SavedOutput marker: no reference cycle through the output Tensor).
         node.saved = tuple(mark_output(t, final) for t in ctx._saved)

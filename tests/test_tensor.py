@@ -135,9 +135,12 @@ def test_detach_clone_and_requires_grad_():
 
 def test_grad_assignment_is_checked():
     x = leaf([1.0, 2.0])
-    with pytest.raises(RuntimeError, match=r"assigned grad has shape \[1\] but the tensor has "
-                                           r"shape \[2\]"):
+    with pytest.raises(RuntimeError, match=r"attempting to assign a gradient of size '\[1\]' "
+                                           r"to a tensor of size '\[2\]'"):
         x.grad = kit.tensor([1.0])
+    with pytest.raises(RuntimeError, match=r"gradient with dtype 'float64' to a tensor with "
+                                           r"dtype 'float32'"):
+        kit.tensor([1.0, 2.0], requires_grad=True).grad = kit.zeros(2, dtype=kit.float64)
     with pytest.raises(TypeError, match="assigned grad must be a Tensor or None, got ndarray"):
         x.grad = np.ones(2)
 

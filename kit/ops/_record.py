@@ -148,10 +148,15 @@ def check_same_device(op, *arrays):
         )
 
 
+class ShapeError(RuntimeError, ValueError):
+    """Operands whose shapes do not fit: a RuntimeError, as PyTorch raises, and a ValueError, as
+    kit raised before (so both `except` clauses keep working)."""
+
+
 def shape_error(op, *arrays, detail=""):
     shapes = " and ".join(str(tuple(getattr(a, "shape", ()))) for a in arrays)
     extra = f": {detail}" if detail else ""
-    return ValueError(f"kit.{op}: shapes {shapes} are not compatible{extra}")
+    return ShapeError(f"kit.{op}: shapes {shapes} are not compatible{extra}")
 
 
 def data_of(v):

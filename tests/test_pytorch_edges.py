@@ -1,0 +1,130 @@
+"""PyTorch's semantics at the edges: copies, pickling, formatting, NumPy functions, assigned
+gradients, hooks and error classes, each run on kit.torch and (where installed) real PyTorch."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+from tests.torch_oracle import is_kit, libraries
+
+LIBS = libraries()
+
+
+def values(t):
+    return np.asarray(t.detach().numpy(), dtype=np.float64)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_deepcopy_of_a_leaf_is_an_independent_leaf(torch):
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    (w * 2).sum().backward()
+    c = copy.deepcopy(w)
+    assert c is not w and c.is_leaf and c.requires_grad
+    np.testing.assert_array_equal(values(c.grad), [2.0, 2.0])
+    (c * 3).sum().backward()
+    np.testing.assert_array_equal(values(c.grad), [5.0, 5.0])
+    np.testing.assert_array_equal(values(w.grad), [2.0, 2.0])  # gradients land on the copy only
+    with torch.no_grad():
+        c.add_(1)
+    np.testing.assert_array_equal(values(w), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_deepcopy_of_a_non_leaf_raises(torch):
+    y = torch.tensor([1.0], requires_grad=True) * 2
+    with pytest.raises(RuntimeError, match="Only Tensors created explicitly by the user"):
+        copy.deepcopy(y)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_pickle_round_trips_data_and_requires_grad(torch):
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = w * 2
+    for t, want in ((w, [1.0, 2.0]), (y, [2.0, 4.0]), (torch.tensor([1, 2]), [1, 2])):
+        back = pickle.loads(pickle.dumps(t))
+        assert back.is_leaf and back.requires_grad == t.requires_grad and back.dtype == t.dtype
+        np.testing.assert_array_equal(values(back), want)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_pickling_a_tensor_with_a_hook_warns_that_the_hook_is_dropped(torch):
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    w.register_hook(lambda g: g)
+    with pytest.warns(UserWarning, match="will not be serialized"):
+        back = pickle.loads(pickle.dumps(w))
+    assert back.requires_grad
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_format_of_a_one_element_tensor(torch):
+    loss = torch.tensor(3.14159)
+    assert f"{loss:.2f}" == "3.14" and f"{loss}" == str(loss.item())
+    with pytest.raises(TypeError, match="unsupported format string passed to Tensor.__format__"):
+        f"{torch.tensor([1.0, 2.0]):.2f}"  # noqa: B018
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_numpy_ufuncs_give_tensors_and_never_drop_the_graph_silently(torch):
+    t = torch.tensor([1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # PyTorch's __array_wrap__ on NumPy 2
+        out = np.exp(t)
+    assert isinstance(out, torch.Tensor)
+    np.testing.assert_allclose(values(out), np.exp([1.0, 2.0]), rtol=1e-6)
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    if is_kit(torch):  # kit runs a ufunc that is a kit op as that op: the graph is kept
+        y = np.exp(w)
+        y.sum().backward()
+        np.testing.assert_allclose(values(w.grad), np.exp([1.0, 2.0]), rtol=1e-6)
+        with pytest.raises(RuntimeError, match="Can't call numpy"):
+            np.arctan(w)  # not a kit op: refused rather than silently cut from the graph
+    else:
+        with pytest.raises(RuntimeError, match="Can't call numpy"):
+            np.exp(w)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_assigned_grad_must_match_dtype_and_shape(torch):
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="attempting to assign a gradient"):
+        w.grad = torch.zeros(2, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="attempting to assign a gradient of size"):
+        w.grad = torch.zeros(3)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_a_hook_may_not_change_the_dtype(torch):
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    w.register_hook(lambda g: g.double())
+    with pytest.raises(RuntimeError, match="has changed the type of value"):
+        (w * 2).sum().backward()
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_requires_grad_flags(torch):
+    y = torch.tensor([1.0], requires_grad=True) * 2
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf"):
+        y.requires_grad = False
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf"):
+        y.requires_grad = True  # even True, as an attribute
+    assert y.requires_grad_() is y  # the method with True is a no-op
+    with pytest.raises(RuntimeError, match="only Tensors of floating point"):
+        torch.tensor([1, 2]).requires_grad = True
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_shape_mismatch_is_a_runtime_error(torch):
+    with pytest.raises(RuntimeError):
+        torch.ones(2) + torch.ones(3)
+
+
+def test_kit_shape_errors_are_still_value_errors():
+    import kit
+
+    with pytest.raises(ValueError, match="kit.add: shapes"):
+        kit.ones(2) + kit.ones(3)
