@@ -32,6 +32,10 @@ def as_float64(inputs, warn=True):
             upcast.append(i)
             t = Tensor(x._data.astype(float64), requires_grad=x.requires_grad)
             prepared.append(t)
+        elif isinstance(x, Tensor) and _overlapping(x._data):
+            # NOTE: an expanded input (stride 0) cannot be perturbed one element at a time;
+            # PyTorch refuses it, kit checks a contiguous copy, which has the same Jacobian.
+            prepared.append(Tensor(x._data.copy(), requires_grad=x.requires_grad))
         else:
             prepared.append(x)
     if upcast and warn:
@@ -44,10 +48,31 @@ def as_float64(inputs, warn=True):
     return prepared
 
 
+def _overlapping(data):
+    return not getattr(getattr(data, "flags", None), "writeable", True) or 0 in data.strides
+
+
 def _outputs(func, inputs):
     with enable_grad():
         out = func(*inputs)
-    return out if isinstance(out, (tuple, list)) else (out,)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if o is not None and not isinstance(o, Tensor):
+            raise TypeError(
+                f"gradcheck: the function must return a Tensor or a tuple/list of Tensors, but "
+                f"it returned {type(o).__name__} ({o!r}). Fix: return a kit Tensor (build the "
+                f"result with kit ops, not Python numbers or .item())"
+            )
+    return outs
+
+
+def _check_inputs(inputs):
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        raise ValueError(
+            "gradcheck expects at least one input tensor to require gradient, but none of them "
+            "have requires_grad=True. Fix: kit.tensor(..., dtype=kit.float64, "
+            "requires_grad=True)"
+        )
 
 
 def numerical_jacobian(func, inputs, eps=1e-6):
@@ -65,11 +90,13 @@ def numerical_jacobian(func, inputs, eps=1e-6):
             # non-contiguous input would be a copy, and perturbing it would not change x.
             at = np.unravel_index(k, data.shape)
             orig = data[at].item()
-            data[at] = orig + eps
-            plus = [_host(o) for o in _outputs(func, inputs)]
-            data[at] = orig - eps
-            minus = [_host(o) for o in _outputs(func, inputs)]
-            data[at] = orig
+            try:
+                data[at] = orig + eps
+                plus = [_host(o) for o in _outputs(func, inputs)]
+                data[at] = orig - eps
+                minus = [_host(o) for o in _outputs(func, inputs)]
+            finally:
+                data[at] = orig  # the input is restored even if func raises
             for o, (p, m) in enumerate(zip(plus, minus, strict=True)):
                 if p is not None:
                     cols[o][:, k] = (p - m).reshape(-1) / (2 * eps)
@@ -143,6 +170,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     """
     _check_options("gradcheck", torch_options)
     inputs = as_float64(inputs)
+    _check_inputs(inputs)
     numeric = numerical_jacobian(func, inputs, eps)
     analytic = analytical_jacobian(func, inputs)
     for o, (n_row, a_row) in enumerate(zip(numeric, analytic, strict=True)):
@@ -172,6 +200,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     """gradcheck of the first backward itself: checks second derivatives."""
     _check_options("gradgradcheck", torch_options)
     inputs = as_float64(inputs)
+    _check_inputs(inputs)
     outs = _outputs(func, inputs)
     if grad_outputs is None:
         gen = np.random.default_rng(0)

@@ -128,3 +128,39 @@ def test_kit_shape_errors_are_still_value_errors():
 
     with pytest.raises(ValueError, match="kit.add: shapes"):
         kit.ones(2) + kit.ones(3)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_gradcheck_needs_an_input_that_requires_grad(torch):
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    with pytest.raises(ValueError, match="gradcheck expects at least one input tensor to require "
+                                         "gradient"):
+        torch.autograd.gradcheck(lambda t: t * 2, (x,))
+
+
+def test_gradcheck_restores_the_inputs_when_the_function_raises():
+    """(PyTorch 2.13 leaves the element it was perturbing at x - eps; kit restores it.)"""
+    import kit.torch as torch
+
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    calls = []
+
+    def flaky(t):
+        calls.append(1)
+        if len(calls) > 1:  # the first call passes, a perturbed one raises
+            raise ValueError("boom")
+        return t * 2
+
+    with pytest.raises(ValueError, match="boom"):
+        torch.autograd.gradcheck(flaky, (x,))
+    np.testing.assert_array_equal(values(x), [1.0, 2.0])
+
+
+def test_gradcheck_refuses_a_python_number_and_checks_expanded_inputs():
+    import kit
+
+    x = kit.tensor([1.0, 2.0], dtype=kit.float64, requires_grad=True)
+    with pytest.raises(TypeError, match="must return a Tensor .* it returned float"):
+        kit.gradcheck(lambda t: 3.0, (x,))
+    e = kit.tensor([1.5], dtype=kit.float64, requires_grad=True).expand(3)
+    assert kit.gradcheck(lambda t: t * t, (e,))  # PyTorch refuses stride-0 inputs; kit copies
