@@ -16,7 +16,7 @@ import contextlib
 import numpy as np
 
 from kit import backend
-from kit.mx.base import REPORTED, MXNetError, reported, run
+from kit.mx.base import REPORTED, MXNetError, as_mxnet_error, reported, run
 from kit.mx.context import context_of, current_context
 from kit.mx.ndarray import NDArray
 from kit.mx.operator import CustomOp, lookup
@@ -29,19 +29,30 @@ def describe(op_type, phase):
 
 @contextlib.contextmanager
 def user_code(op_type, phase):
-    """Re-raise an error from the user's code as its own type, naming the op and the phase."""
+    """Re-raise an error from the user's code naming the op and the phase, as its own type that
+    is also an MXNetError (what MXNet raises), with the user's line still in the traceback."""
     try:
         yield
     except Exception as exc:
-        if getattr(exc, REPORTED, False):
-            raise
-        message = f"{describe(op_type, phase)}: {type(exc).__name__}: {exc}"
-        try:
-            new = type(exc)(message)
-        except Exception:  # a type whose constructor wants other arguments: annotate it instead
-            exc.add_note(message)
-            raise reported(exc) from None
-        raise reported(new) from exc
+        failure = _from_user(exc, op_type, phase)
+    else:
+        return
+    raise failure
+
+
+def _from_user(exc, op_type, phase):
+    if getattr(exc, REPORTED, False):  # already names the op and the phase
+        failure = as_mxnet_error(exc)
+        failure.__suppress_context__ = True
+        return failure
+    message = f"{describe(op_type, phase)}: {type(exc).__name__}: {exc}"
+    if len(exc.args) <= 1:
+        failure = as_mxnet_error(exc, (message,))
+    else:  # several constructor arguments: keep them, say where in a note
+        failure = as_mxnet_error(exc)
+        failure.add_note(message)
+    failure.__cause__ = exc  # the original, as the user raised it
+    return reported(failure)
 
 
 class _Call:

@@ -9,6 +9,53 @@ class MXNetError(RuntimeError):
     """Default error raised by kit.mx where MXNet raises its own MXNetError."""
 
 
+_MIXED = {}  # original exception type -> the type deriving from it and MXNetError
+
+
+def mxnet_error_type(cls):
+    """The exception type that is both `cls` and MXNetError (made once per type, then cached).
+
+    MXNet reports every failure of an operator as MXNetError; kit keeps the original type too,
+    so both `except MXNetError` (MXNet's own tests) and `except ValueError` work.
+
+    >>> err = mxnet_error_type(ValueError)("bad shape")
+    >>> isinstance(err, ValueError), isinstance(err, MXNetError)
+    (True, True)
+    """
+    if issubclass(cls, MXNetError):
+        return cls
+    mixed = _MIXED.get(cls)
+    if mixed is None:
+        try:
+            mixed = type(cls.__name__, (cls, MXNetError), {
+                "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                "__doc__": f"{cls.__name__}, raised where MXNet raises MXNetError.",
+            })
+        except TypeError:  # a type whose layout cannot be combined: MXNetError alone
+            mixed = MXNetError
+        _MIXED[cls] = mixed
+    return mixed
+
+
+def error(cls, message):
+    """A new error of type `cls` that is also an MXNetError (what kit.mx raises itself)."""
+    return mxnet_error_type(cls)(message)
+
+
+def as_mxnet_error(exc, args=None):
+    """A copy of `exc` (same attributes, traceback and chain) that is also an MXNetError.
+
+    `args` replaces the exception's args (a message naming the op and the phase).
+    """
+    cls = mxnet_error_type(type(exc))
+    new = cls.__new__(cls)  # NOTE: not cls(...): user types may want other constructor arguments
+    new.args = exc.args if args is None else args
+    new.__dict__.update(getattr(exc, "__dict__", {}))
+    new.__cause__, new.__context__ = exc.__cause__, exc.__context__
+    new.__suppress_context__ = exc.__suppress_context__
+    return new.with_traceback(exc.__traceback__)
+
+
 REPORTED = "_kit_mx_reported"  # set on errors that already name the op and the phase
 
 
@@ -39,13 +86,19 @@ def run(fn, *args, **kwargs):
 
     NOTE: kit records by default (as PyTorch); MXNet records only inside autograd.record(), so
     every kit.mx op runs with kit's flag forced to MXNet's.
+    Errors come back as MXNet's: the same exception, also an MXNetError (as_mxnet_error).
     """
     previous = STATE.enabled
     STATE.enabled = MODE.recording
     try:
         return fn(*args, **kwargs)
+    except MXNetError:
+        raise
+    except Exception as exc:
+        failure = as_mxnet_error(exc)
     finally:
         STATE.enabled = previous
+    raise failure  # outside the except block, so the original is not chained to itself
 
 
 class scope:  # noqa: N801 - used like autograd.record()

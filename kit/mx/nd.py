@@ -15,7 +15,7 @@ import kit
 from kit import backend, ops
 from kit._tensor import Tensor
 from kit.mx._custom import Custom
-from kit.mx.base import run
+from kit.mx.base import error, run
 from kit.mx.context import Context, current_context
 from kit.mx.ndarray import NDArray, unwrap, wrap
 from kit.ops.reductions import normalize_axis
@@ -166,10 +166,10 @@ broadcast_div = _binary("broadcast_div", ops.div)
 def _same_shape(name, fn):
     def op(lhs, rhs, out=None, name=None):
         if _nd(lhs, op.__name__).shape != _nd(rhs, op.__name__).shape:
-            raise ValueError(
+            raise error(ValueError, (
                 f"mx.nd.{op.__name__}: shapes {lhs.shape} and {rhs.shape} differ; elemwise ops "
                 f"do not broadcast. Fix: use mx.nd.broadcast_{op.__name__[9:]} or plain operators"
-            )
+            ))
         return _out(wrap(run(fn, lhs._t, rhs._t)), out)
 
     return _named(op, name,

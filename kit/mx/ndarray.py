@@ -14,7 +14,7 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.mx.base import reported, run
+from kit.mx.base import error, reported, run
 from kit.mx.context import context_of
 
 GRAD_REQS = ("write", "add", "null")
@@ -277,9 +277,9 @@ class NDArray:
         if not isinstance(other, NDArray):
             raise TypeError(f"copyto: expected an NDArray or a Context, got {type(other).__name__}")
         if other.shape != self.shape:
-            raise ValueError(
+            raise error(ValueError, (
                 f"copyto: shape mismatch, source {self.shape} and destination {other.shape}"
-            )
+            ))
         other[:] = self
         return other
 
