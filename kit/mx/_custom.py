@@ -11,12 +11,10 @@ the user's code keep their type and gain the op_type and the phase.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from kit import backend
-from kit.mx.base import REPORTED, MXNetError, as_mxnet_error, reported, run
+from kit.mx.base import MXNetError, reported, run, user_errors
 from kit.mx.context import context_of, current_context
 from kit.mx.ndarray import NDArray
 from kit.mx.operator import CustomOp, lookup
@@ -27,32 +25,10 @@ def describe(op_type, phase):
     return f"mx.nd.Custom(op_type={op_type!r}) {phase}"
 
 
-@contextlib.contextmanager
 def user_code(op_type, phase):
     """Re-raise an error from the user's code naming the op and the phase, as its own type that
     is also an MXNetError (what MXNet raises), with the user's line still in the traceback."""
-    try:
-        yield
-    except Exception as exc:
-        failure = _from_user(exc, op_type, phase)
-    else:
-        return
-    raise failure
-
-
-def _from_user(exc, op_type, phase):
-    if getattr(exc, REPORTED, False):  # already names the op and the phase
-        failure = as_mxnet_error(exc)
-        failure.__suppress_context__ = True
-        return failure
-    message = f"{describe(op_type, phase)}: {type(exc).__name__}: {exc}"
-    if len(exc.args) <= 1:
-        failure = as_mxnet_error(exc, (message,))
-    else:  # several constructor arguments: keep them, say where in a note
-        failure = as_mxnet_error(exc)
-        failure.add_note(message)
-    failure.__cause__ = exc  # the original, as the user raised it
-    return reported(failure)
+    return user_errors(describe(op_type, phase))
 
 
 class _Call:

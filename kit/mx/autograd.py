@@ -11,11 +11,12 @@ from __future__ import annotations
 from kit import autograd as kit_autograd
 from kit import backend
 from kit.engine import AccumulateGrad
+from kit.mx._autograd_function import Function
 from kit.mx.base import MODE, MXNetError, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
 
 __all__ = [
-    "backward", "grad", "is_recording", "is_training", "mark_variables", "pause",
+    "Function", "backward", "grad", "is_recording", "is_training", "mark_variables", "pause",
     "predict_mode", "record", "set_recording", "set_training", "train_mode",
 ]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from kit.grad_mode import STATE
 
 
@@ -66,6 +68,35 @@ def reported(exc):
     except AttributeError:
         pass
     return exc
+
+
+@contextlib.contextmanager
+def user_errors(where):
+    """Re-raise an error from the user's code as its own type that is also an MXNetError, its
+    message prefixed with `where` (the op and the phase), the user's line still in the traceback.
+    """
+    try:
+        yield
+    except Exception as exc:
+        failure = _from_user(exc, where)
+    else:
+        return
+    raise failure
+
+
+def _from_user(exc, where):
+    if getattr(exc, REPORTED, False):  # already names the op and the phase
+        failure = as_mxnet_error(exc)
+        failure.__suppress_context__ = True
+        return failure
+    message = f"{where}: {type(exc).__name__}: {exc}"
+    if len(exc.args) <= 1:
+        failure = as_mxnet_error(exc, (message,))
+    else:  # several constructor arguments: keep them, say where in a note
+        failure = as_mxnet_error(exc)
+        failure.add_note(message)
+    failure.__cause__ = exc  # the original, as the user raised it
+    return reported(failure)
 
 
 class _Mode:
