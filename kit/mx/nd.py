@@ -15,8 +15,8 @@ import kit
 from kit import backend, ops
 from kit._tensor import Tensor
 from kit.mx._custom import Custom
+from kit.mx._ndutil import REAL, as_shape, kit_device, named, tensor_of, write_out
 from kit.mx.base import error, run
-from kit.mx.context import Context, current_context
 from kit.mx.ndarray import NDArray, unwrap, wrap
 from kit.ops.reductions import normalize_axis
 
@@ -29,42 +29,6 @@ __all__ = [
     "softmax_cross_entropy", "sqrt", "square", "sum", "tanh", "transpose", "waitall", "zeros",
     "zeros_like",
 ]
-
-_REAL = np.dtype("float32")
-
-
-def _device(ctx):
-    if ctx is None:
-        return current_context().kit_device
-    if not isinstance(ctx, Context):
-        raise TypeError(f"ctx must be an mx.Context such as mx.cpu(), got {ctx!r}")
-    return ctx.kit_device
-
-
-def _nd(data, op):
-    if not isinstance(data, NDArray):
-        raise TypeError(f"mx.nd.{op}: expected an NDArray, got {type(data).__name__}")
-    return data._t
-
-
-def _named(op, name, doc):
-    """Give a generated function its MXNet name and a docstring."""
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc
-    return op
-
-
-def _shape(shape):
-    return (shape,) if isinstance(shape, int) else tuple(shape)
-
-
-def _out(result, out):
-    """MXNet's `out=` argument: write the result into an existing array."""
-    if out is None:
-        return result
-    out[:] = result
-    return out
-
 
 # --- creation -------------------------------------------------------------------------------
 def array(source_array, ctx=None, dtype=None):
@@ -84,13 +48,13 @@ def array(source_array, ctx=None, dtype=None):
     elif backend.device_of(source_array) == "gpu":
         data = source_array
     else:
-        data = np.asarray(source_array, dtype=_REAL if dtype is None else dtype)
-    return NDArray(kit.tensor(data, dtype=np.dtype(dtype or _REAL), device=_device(ctx)))
+        data = np.asarray(source_array, dtype=REAL if dtype is None else dtype)
+    return NDArray(kit.tensor(data, dtype=np.dtype(dtype or REAL), device=kit_device(ctx)))
 
 
 def _creator(fill):
     def create(shape, ctx=None, dtype=None, **kwargs):
-        return NDArray(fill(_shape(shape), dtype=np.dtype(dtype or _REAL), device=_device(ctx)))
+        return NDArray(fill(as_shape(shape), dtype=np.dtype(dtype or REAL), device=kit_device(ctx)))
 
     return create
 
@@ -101,24 +65,24 @@ empty = zeros  # NOTE: MXNet leaves empty() uninitialised; kit gives zeros, neve
 
 
 def full(shape, val, ctx=None, dtype=None):
-    dtype = np.dtype(dtype or _REAL)
-    return NDArray(kit.full(_shape(shape), val, dtype=dtype, device=_device(ctx)))
+    dtype = np.dtype(dtype or REAL)
+    return NDArray(kit.full(as_shape(shape), val, dtype=dtype, device=kit_device(ctx)))
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
     """Evenly spaced values in [start, stop), each repeated `repeat` times; float32."""
-    values = np.arange(start, stop, step).astype(np.dtype(dtype or _REAL))
+    values = np.arange(start, stop, step).astype(np.dtype(dtype or REAL))
     if repeat != 1:
         values = np.repeat(values, int(repeat))
-    return NDArray(kit.tensor(values, device=_device(ctx)))
+    return NDArray(kit.tensor(values, device=kit_device(ctx)))
 
 
 def zeros_like(data):
-    return NDArray(kit.zeros_like(_nd(data, "zeros_like")))
+    return NDArray(kit.zeros_like(tensor_of(data, "zeros_like")))
 
 
 def ones_like(data):
-    return NDArray(kit.ones_like(_nd(data, "ones_like")))
+    return NDArray(kit.ones_like(tensor_of(data, "ones_like")))
 
 
 def waitall():
@@ -129,9 +93,9 @@ def waitall():
 # --- elementwise ----------------------------------------------------------------------------
 def _unary(name, fn):
     def op(data, out=None, name=None):
-        return _out(wrap(run(fn, _nd(data, op.__name__))), out)
+        return write_out(wrap(run(fn, tensor_of(data, op.__name__))), out)
 
-    return _named(op, name, f"Elementwise {name} (mx.nd.{name}).")
+    return named(op, name, f"Elementwise {name} (mx.nd.{name}).")
 
 
 exp = _unary("exp", ops.exp)
@@ -149,9 +113,9 @@ square = _unary("square", lambda t: t * t)
 
 def _binary(name, fn):
     def op(lhs, rhs, out=None, name=None):
-        return _out(wrap(run(fn, unwrap(lhs), unwrap(rhs))), out)
+        return write_out(wrap(run(fn, unwrap(lhs), unwrap(rhs))), out)
 
-    return _named(op, name, f"Elementwise {name} with broadcasting (mx.nd.{name}).")
+    return named(op, name, f"Elementwise {name} with broadcasting (mx.nd.{name}).")
 
 
 maximum = _binary("maximum", ops.maximum)
@@ -165,14 +129,14 @@ broadcast_div = _binary("broadcast_div", ops.div)
 
 def _same_shape(name, fn):
     def op(lhs, rhs, out=None, name=None):
-        if _nd(lhs, op.__name__).shape != _nd(rhs, op.__name__).shape:
+        if tensor_of(lhs, op.__name__).shape != tensor_of(rhs, op.__name__).shape:
             raise error(ValueError, (
                 f"mx.nd.{op.__name__}: shapes {lhs.shape} and {rhs.shape} differ; elemwise ops "
                 f"do not broadcast. Fix: use mx.nd.broadcast_{op.__name__[9:]} or plain operators"
             ))
-        return _out(wrap(run(fn, lhs._t, rhs._t)), out)
+        return write_out(wrap(run(fn, lhs._t, rhs._t)), out)
 
-    return _named(op, name,
+    return named(op, name,
                   f"Elementwise {name[9:]} of two arrays of the same shape (mx.nd.{name}).")
 
 
@@ -183,7 +147,7 @@ elemwise_div = _same_shape("elemwise_div", ops.div)
 
 
 def clip(data, a_min, a_max, out=None):
-    return _out(wrap(run(ops.clamp, _nd(data, "clip"), a_min, a_max)), out)
+    return write_out(wrap(run(ops.clamp, tensor_of(data, "clip"), a_min, a_max)), out)
 
 
 # --- reductions -----------------------------------------------------------------------------
@@ -196,11 +160,11 @@ def _axes(data, axis, exclude, op):
 
 def _reduction(name, fn):
     def op(data, axis=None, keepdims=False, exclude=False, out=None, name=None):
-        t = _nd(data, op.__name__)
+        t = tensor_of(data, op.__name__)
         axes = _axes(t, axis, exclude, op.__name__)
-        return _out(wrap(run(fn, t, axes, bool(keepdims))), out)
+        return write_out(wrap(run(fn, t, axes, bool(keepdims))), out)
 
-    return _named(op, name, (
+    return named(op, name, (
         f"{name} over `axis` (all axes by default; `exclude=True` reduces the other axes). "
         f"A full reduction has shape (1,), as in MXNet."
     ))
@@ -225,57 +189,57 @@ min = _reduction("min", _extreme(ops.min))  # noqa: A001
 
 def argmax(data, axis=None, keepdims=False):
     """Index of the largest element along `axis`, as float32 (MXNet's dtype for indices)."""
-    t = _nd(data, "argmax")
+    t = tensor_of(data, "argmax")
     idx = t.data.argmax() if axis is None else t.data.argmax(axis=axis)
     if keepdims and axis is not None:
         idx = backend.get_array_module(idx).expand_dims(idx, axis)
-    return wrap(Tensor(idx.astype(t.data.dtype if t.data.dtype.kind == "f" else _REAL)))
+    return wrap(Tensor(idx.astype(t.data.dtype if t.data.dtype.kind == "f" else REAL)))
 
 
 # --- shape ----------------------------------------------------------------------------------
 def reshape(data, shape=None, reverse=False, out=None, **kwargs):
     """A new shape; MXNet's special values 0 (keep this dimension) and -1 (infer) work."""
-    t = _nd(data, "reshape")
+    t = tensor_of(data, "reshape")
     shape = kwargs.pop("newshape", shape)
     if kwargs or shape is None or reverse:
         raise TypeError("mx.nd.reshape(data, shape): kit.mx supports `shape` only (no reverse)")
-    shape = _shape(shape)
+    shape = as_shape(shape)
     if any(n < -1 for n in shape):
         raise ValueError(
             f"mx.nd.reshape: special values {sorted(n for n in shape if n < -1)} are not "
             f"supported by kit.mx; use 0 (keep a dimension) and -1 (infer one)"
         )
     shape = tuple(t.shape[i] if n == 0 else n for i, n in enumerate(shape))
-    return _out(wrap(run(ops.reshape, t, shape)), out)
+    return write_out(wrap(run(ops.reshape, t, shape)), out)
 
 
 def transpose(data, axes=None, out=None):
     """Permute the axes (reverse them by default)."""
-    t = _nd(data, "transpose")
+    t = tensor_of(data, "transpose")
     axes = tuple(reversed(range(t.ndim))) if axes is None or axes == () else tuple(axes)
-    return _out(wrap(run(ops.permute, t, axes)), out)
+    return write_out(wrap(run(ops.permute, t, axes)), out)
 
 
 def expand_dims(data, axis):
-    return wrap(run(ops.unsqueeze, _nd(data, "expand_dims"), axis))
+    return wrap(run(ops.unsqueeze, tensor_of(data, "expand_dims"), axis))
 
 
 def flatten(data):
     """Collapse all axes but the first: (N, a, b) -> (N, a*b), as MXNet's Flatten."""
-    t = _nd(data, "flatten")
+    t = tensor_of(data, "flatten")
     return wrap(run(ops.reshape, t, (t.shape[0], math.prod(t.shape[1:]))))
 
 
 def concat(*data, dim=1, out=None):
     """Join arrays along `dim` (MXNet's default is dim=1)."""
-    tensors = [_nd(d, "concat") for d in data]
-    return _out(wrap(run(ops.cat, tensors, dim)), out)
+    tensors = [tensor_of(d, "concat") for d in data]
+    return write_out(wrap(run(ops.cat, tensors, dim)), out)
 
 
 # --- linear algebra and losses --------------------------------------------------------------
 def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None):
     """MXNet's dot: contracts the last axis of `lhs` with the first axis of `rhs`."""
-    a, b = _nd(lhs, "dot"), _nd(rhs, "dot")
+    a, b = tensor_of(lhs, "dot"), tensor_of(rhs, "dot")
 
     def compute(a, b):
         if transpose_a:
@@ -288,7 +252,7 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None):
         flat = ops.matmul(ops.reshape(a, (-1, k)), ops.reshape(b, (b.shape[0], -1)))
         return ops.reshape(flat, a.shape[:-1] + b.shape[1:])
 
-    return _out(wrap(run(compute, a, b)), out)
+    return write_out(wrap(run(compute, a, b)), out)
 
 
 def _softmax_family(name, fn):
@@ -296,9 +260,9 @@ def _softmax_family(name, fn):
         def compute(x):
             return fn(x if temperature is None else x / temperature, axis)
 
-        return _out(wrap(run(compute, _nd(data, op.__name__))), out)
+        return write_out(wrap(run(compute, tensor_of(data, op.__name__))), out)
 
-    return _named(op, name, f"{name} along `axis` of data / temperature (mx.nd.{name}).")
+    return named(op, name, f"{name} along `axis` of data / temperature (mx.nd.{name}).")
 
 
 softmax = _softmax_family("softmax", ops.softmax)
@@ -307,17 +271,17 @@ log_softmax = _softmax_family("log_softmax", ops.log_softmax)
 
 def softmax_cross_entropy(data, label, out=None):
     """Cross-entropy of softmax(data) against class labels, summed over the batch: shape (1,)."""
-    t = _nd(data, "softmax_cross_entropy")
-    classes = _nd(label, "softmax_cross_entropy").data.astype(np.int64)
-    return _out(wrap(run(ops.cross_entropy, t, classes, "sum")), out)
+    t = tensor_of(data, "softmax_cross_entropy")
+    classes = tensor_of(label, "softmax_cross_entropy").data.astype(np.int64)
+    return write_out(wrap(run(ops.cross_entropy, t, classes, "sum")), out)
 
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):
     """One-hot rows for integer-valued `indices` (not differentiable)."""
-    idx = _nd(indices, "one_hot").data.astype(np.int64)
+    idx = tensor_of(indices, "one_hot").data.astype(np.int64)
     xp = backend.get_array_module(idx)
     hot = xp.arange(int(depth)) == idx[..., None]
-    values = xp.where(hot, on_value, off_value).astype(np.dtype(dtype or _REAL))
+    values = xp.where(hot, on_value, off_value).astype(np.dtype(dtype or REAL))
     return NDArray(Tensor(values))
 
 
