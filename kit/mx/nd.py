@@ -14,6 +14,7 @@ import numpy as np
 import kit
 from kit import backend, ops
 from kit._tensor import Tensor
+from kit.mx import nd_linalg as linalg
 from kit.mx._custom import Custom
 from kit.mx._ndutil import REAL, as_shape, kit_device, named, tensor_of, write_out
 from kit.mx.base import error, run
@@ -24,7 +25,7 @@ __all__ = [
     "Custom", "NDArray", "abs", "arange", "argmax", "array", "broadcast_add", "broadcast_div",
     "broadcast_mul", "broadcast_sub", "clip", "concat", "cos", "dot", "elemwise_add",
     "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten",
-    "full", "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "negative",
+    "full", "linalg", "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "negative",
     "one_hot", "ones", "ones_like", "power", "relu", "reshape", "sigmoid", "sin", "softmax",
     "softmax_cross_entropy", "sqrt", "square", "sum", "tanh", "transpose", "waitall", "zeros",
     "zeros_like",
