@@ -15,20 +15,25 @@ import kit
 from kit import backend, ops
 from kit._tensor import Tensor
 from kit.mx import nd_linalg as linalg
+from kit.mx import random, sparse
 from kit.mx._custom import Custom
 from kit.mx._ndutil import REAL, as_shape, kit_device, named, tensor_of, write_out
 from kit.mx.base import error, run
+from kit.mx.nd_index import pick, repeat, tile, topk, where
+from kit.mx.nd_nn import Activation, Dropout, FullyConnected, SoftmaxOutput
 from kit.mx.ndarray import NDArray, unwrap, wrap
 from kit.ops.reductions import normalize_axis
 
 __all__ = [
-    "Custom", "NDArray", "abs", "arange", "argmax", "array", "broadcast_add", "broadcast_div",
-    "broadcast_mul", "broadcast_sub", "clip", "concat", "cos", "dot", "elemwise_add",
-    "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten",
-    "full", "linalg", "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "negative",
-    "one_hot", "ones", "ones_like", "power", "relu", "reshape", "sigmoid", "sin", "softmax",
-    "softmax_cross_entropy", "sqrt", "square", "sum", "tanh", "transpose", "waitall", "zeros",
-    "zeros_like",
+    "Activation", "Custom", "Dropout", "FullyConnected", "NDArray", "SoftmaxOutput", "abs", "add",
+    "arange", "argmax", "array", "batch_dot", "broadcast_add", "broadcast_div", "broadcast_mul",
+    "broadcast_sub", "clip", "concat", "cos", "divide", "dot", "elemwise_add", "elemwise_div",
+    "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten", "full", "linalg",
+    "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
+    "norm", "one_hot", "ones", "ones_like", "pick", "power", "random", "random_normal",
+    "random_uniform", "relu", "repeat", "reshape", "sigmoid", "sign", "sin", "softmax",
+    "softmax_cross_entropy", "sparse", "sqrt", "square", "subtract", "sum", "tanh", "tile", "topk",
+    "transpose", "true_divide", "waitall", "where", "zeros", "zeros_like"
 ]
 
 # --- creation -------------------------------------------------------------------------------
@@ -78,6 +83,10 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
     return NDArray(kit.tensor(values, device=kit_device(ctx)))
 
 
+random_uniform = random.uniform  # MXNet's older spellings
+random_normal = random.normal
+
+
 def zeros_like(data):
     return NDArray(kit.zeros_like(tensor_of(data, "zeros_like")))
 
@@ -110,6 +119,7 @@ sin = _unary("sin", ops.sin)
 cos = _unary("cos", ops.cos)
 negative = _unary("negative", ops.neg)
 square = _unary("square", lambda t: t * t)
+sign = _unary("sign", ops.sign)  # NOTE: no gradient flows: it is 0 almost everywhere
 
 
 def _binary(name, fn):
@@ -126,6 +136,11 @@ broadcast_add = _binary("broadcast_add", ops.add)
 broadcast_sub = _binary("broadcast_sub", ops.sub)
 broadcast_mul = _binary("broadcast_mul", ops.mul)
 broadcast_div = _binary("broadcast_div", ops.div)
+add = _binary("add", ops.add)
+subtract = _binary("subtract", ops.sub)
+multiply = _binary("multiply", ops.mul)
+divide = _binary("divide", ops.div)
+true_divide = divide
 
 
 def _same_shape(name, fn):
@@ -186,6 +201,24 @@ sum = _reduction("sum", ops.sum)  # noqa: A001
 mean = _reduction("mean", ops.mean)
 max = _reduction("max", _extreme(ops.max))  # noqa: A001
 min = _reduction("min", _extreme(ops.min))  # noqa: A001
+
+
+def norm(data, ord=2, axis=None, keepdims=False, out=None):  # noqa: A002 - MXNet's name
+    """The L2 norm (ord=2) or L1 norm (ord=1) over `axis` (all axes by default: shape (1,)).
+
+    NOTE: the L2 norm's gradient x / norm is undefined at an all-zero input (nan there).
+    """
+    t = tensor_of(data, "norm")
+    if ord not in (1, 2):
+        raise ValueError(f"mx.nd.norm: kit.mx supports ord=1 and ord=2, got ord={ord!r}")
+    axes = normalize_axis(axis, t.ndim, "mx.nd.norm")
+
+    def compute(t):
+        if ord == 1:
+            return ops.sum(ops.abs(t), axes, bool(keepdims))
+        return ops.sqrt(ops.sum(t * t, axes, bool(keepdims)))
+
+    return write_out(wrap(run(compute, t)), out)
 
 
 def argmax(data, axis=None, keepdims=False):
@@ -256,6 +289,29 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None):
     return write_out(wrap(run(compute, a, b)), out)
 
 
+def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None):
+    """Matrix products of matching batches: (B, n, k) x (B, k, m) -> (B, n, m)."""
+    a, b = tensor_of(lhs, "batch_dot"), tensor_of(rhs, "batch_dot")
+    if a.ndim < 3 or a.ndim != b.ndim:
+        raise error(ValueError, (
+            f"mx.nd.batch_dot: both operands must be batches of matrices with the same number of "
+            f"dimensions (at least 3), got shapes {a.shape} and {b.shape}"
+        ))
+
+    def compute(a, b):
+        a = ops.transpose(a, -2, -1) if transpose_a else a
+        b = ops.transpose(b, -2, -1) if transpose_b else b
+        if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+            raise error(ValueError, (
+                f"mx.nd.batch_dot: shapes {a.shape} and {b.shape} (after transpose_a="
+                f"{transpose_a}, transpose_b={transpose_b}) do not multiply: the batch axes must "
+                f"agree and the first's columns must equal the second's rows"
+            ))
+        return ops.matmul(a, b)
+
+    return write_out(wrap(run(compute, a, b)), out)
+
+
 def _softmax_family(name, fn):
     def op(data, axis=-1, temperature=None, out=None):
         def compute(x):
@@ -309,7 +365,8 @@ def _bind_methods():
         "reshape": _reshape_method, "expand_dims": expand_dims, "flatten": flatten,
         "softmax": softmax,
         "log_softmax": log_softmax, "zeros_like": zeros_like, "ones_like": ones_like,
-        "one_hot": one_hot, "T": property(lambda self: transpose(self)),
+        "one_hot": one_hot, "T": property(lambda self: transpose(self)), "sign": sign,
+        "norm": norm, "tile": tile, "repeat": repeat, "pick": pick, "topk": topk,
     }
     for name, fn in methods.items():
         setattr(NDArray, name, fn)
