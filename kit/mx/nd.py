@@ -20,6 +20,7 @@ from kit.mx._custom import Custom
 from kit.mx._ndutil import REAL, as_shape, kit_device, named, tensor_of, write_out
 from kit.mx.base import error, run
 from kit.mx.nd_index import pick, repeat, tile, topk, where
+from kit.mx.nd_io import load, save
 from kit.mx.nd_nn import Activation, Dropout, FullyConnected, SoftmaxOutput
 from kit.mx.ndarray import NDArray, unwrap, wrap
 from kit.ops.reductions import normalize_axis
@@ -29,11 +30,11 @@ __all__ = [
     "arange", "argmax", "array", "batch_dot", "broadcast_add", "broadcast_div", "broadcast_mul",
     "broadcast_sub", "clip", "concat", "cos", "divide", "dot", "elemwise_add", "elemwise_div",
     "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten", "full", "linalg",
-    "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
-    "norm", "one_hot", "ones", "ones_like", "pick", "power", "random", "random_normal",
-    "random_uniform", "relu", "repeat", "reshape", "sigmoid", "sign", "sin", "softmax",
+    "load", "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "multiply",
+    "negative", "norm", "one_hot", "ones", "ones_like", "pick", "power", "random", "random_normal",
+    "random_uniform", "relu", "repeat", "reshape", "save", "sigmoid", "sign", "sin", "softmax",
     "softmax_cross_entropy", "sparse", "sqrt", "square", "subtract", "sum", "tanh", "tile", "topk",
-    "transpose", "true_divide", "waitall", "where", "zeros", "zeros_like"
+    "transpose", "true_divide", "waitall", "where", "zeros", "zeros_like",
 ]
 
 # --- creation -------------------------------------------------------------------------------
