@@ -112,24 +112,34 @@ class _Mode:
 MODE = _Mode()
 
 
-def run(fn, *args, **kwargs):
-    """Call a kit op with kit's grad mode set to MXNet's recording flag.
-
-    NOTE: kit records by default (as PyTorch); MXNet records only inside autograd.record(), so
-    every kit.mx op runs with kit's flag forced to MXNet's.
-    Errors come back as MXNet's: the same exception, also an MXNetError (as_mxnet_error).
-    """
-    previous = STATE.enabled
-    STATE.enabled = MODE.recording
+@contextlib.contextmanager
+def mxnet_errors():
+    """Errors raised in the block come out as MXNet's: the same exception, also an MXNetError."""
     try:
-        return fn(*args, **kwargs)
+        yield
     except MXNetError:
         raise
     except Exception as exc:
         failure = as_mxnet_error(exc)
+    else:
+        return
+    raise failure  # outside the except block, so the original is not chained to itself
+
+
+def run(fn, *args, **kwargs):
+    """Call a kit op with kit's grad mode set to MXNet's recording flag; errors come back as
+    MXNet's (mxnet_errors).
+
+    NOTE: kit records by default (as PyTorch); MXNet records only inside autograd.record(), so
+    every kit.mx op runs with kit's flag forced to MXNet's.
+    """
+    previous = STATE.enabled
+    STATE.enabled = MODE.recording
+    try:
+        with mxnet_errors():
+            return fn(*args, **kwargs)
     finally:
         STATE.enabled = previous
-    raise failure  # outside the except block, so the original is not chained to itself
 
 
 class scope:  # noqa: N801 - used like autograd.record()
