@@ -22,19 +22,37 @@ from kit.mx.base import error, run
 from kit.mx.nd_index import pick, repeat, tile, topk, where
 from kit.mx.nd_io import load, save
 from kit.mx.nd_nn import Activation, Dropout, FullyConnected, SoftmaxOutput
+from kit.mx.nd_shape import (
+    BlockGrad,
+    add_n,
+    broadcast_like,
+    broadcast_to,
+    flip,
+    reverse,
+    slice,
+    slice_axis,
+    split,
+    squeeze,
+    stack,
+    stop_gradient,
+    swapaxes,
+    take,
+)
 from kit.mx.ndarray import NDArray, unwrap, wrap
 from kit.ops.reductions import normalize_axis
 
 __all__ = [
-    "Activation", "Custom", "Dropout", "FullyConnected", "NDArray", "SoftmaxOutput", "abs", "add",
-    "arange", "argmax", "array", "batch_dot", "broadcast_add", "broadcast_div", "broadcast_mul",
-    "broadcast_sub", "clip", "concat", "cos", "divide", "dot", "elemwise_add", "elemwise_div",
-    "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten", "full", "linalg",
-    "load", "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "multiply",
-    "negative", "norm", "one_hot", "ones", "ones_like", "pick", "power", "random", "random_normal",
-    "random_uniform", "relu", "repeat", "reshape", "save", "sigmoid", "sign", "sin", "softmax",
-    "softmax_cross_entropy", "sparse", "sqrt", "square", "subtract", "sum", "tanh", "tile", "topk",
-    "transpose", "true_divide", "waitall", "where", "zeros", "zeros_like",
+    "Activation", "BlockGrad", "Custom", "Dropout", "FullyConnected", "NDArray", "SoftmaxOutput",
+    "abs", "add", "add_n", "arange", "argmax", "array", "batch_dot", "broadcast_add",
+    "broadcast_div", "broadcast_like", "broadcast_mul", "broadcast_sub", "broadcast_to", "clip",
+    "concat", "cos", "divide", "dot", "elemwise_add", "elemwise_div", "elemwise_mul",
+    "elemwise_sub", "empty", "exp", "expand_dims", "flatten", "flip", "full", "linalg", "load",
+    "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "multiply", "negative",
+    "norm", "one_hot", "ones", "ones_like", "pick", "power", "random", "random_normal",
+    "random_uniform", "relu", "repeat", "reshape", "reverse", "save", "sigmoid", "sign", "sin",
+    "slice", "slice_axis", "softmax", "softmax_cross_entropy", "sparse", "split", "sqrt", "square",
+    "squeeze", "stack", "stop_gradient", "subtract", "sum", "swapaxes", "take", "tanh", "tile",
+    "topk", "transpose", "true_divide", "waitall", "where", "zeros", "zeros_like",
 ]
 
 # --- creation -------------------------------------------------------------------------------
@@ -368,6 +386,9 @@ def _bind_methods():
         "log_softmax": log_softmax, "zeros_like": zeros_like, "ones_like": ones_like,
         "one_hot": one_hot, "T": property(lambda self: transpose(self)), "sign": sign,
         "norm": norm, "tile": tile, "repeat": repeat, "pick": pick, "topk": topk,
+        "squeeze": squeeze, "swapaxes": swapaxes, "flip": flip, "split": split,
+        "slice_axis": slice_axis, "take": take, "broadcast_to": broadcast_to,
+        "broadcast_like": broadcast_like,
     }
     for name, fn in methods.items():
         setattr(NDArray, name, fn)
