@@ -12,7 +12,7 @@ from kit._tensor import _DEFAULT_FLOAT, SUPPORTED_DTYPES, Tensor, float64, int64
 def _to_array(data, dtype, device):
     """Convert user data to an xp array with PyTorch's dtype defaults."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     if device is None:
         device = backend.device_of(data)  # GPU data stays on the GPU unless told otherwise
     xp = np if backend.normalize_device(device) == "cpu" else backend.require_gpu("device='gpu'")
@@ -102,13 +102,13 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def zeros_like(t, dtype=None, requires_grad=False):
-    xp = backend.get_array_module(t.data)
-    return Tensor(xp.zeros_like(t.data, dtype=dtype), requires_grad)
+    xp = backend.get_array_module(t._data)
+    return Tensor(xp.zeros_like(t._data, dtype=dtype), requires_grad)
 
 
 def ones_like(t, dtype=None, requires_grad=False):
-    xp = backend.get_array_module(t.data)
-    return Tensor(xp.ones_like(t.data, dtype=dtype), requires_grad)
+    xp = backend.get_array_module(t._data)
+    return Tensor(xp.ones_like(t._data, dtype=dtype), requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):

@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from kit import backend, engine
+from kit import _views, backend, engine
 from kit.engine import AccumulateGrad
 from kit.grad_mode import STATE
 
@@ -64,18 +64,20 @@ class Tensor:
     """An n-dimensional array that records the operations made on it for backward."""
 
     __slots__ = (
-        "data", "requires_grad", "_grad", "grad_fn", "_nr", "_edge", "_vc", "_acc", "_hooks",
-        "_retains_grad", "name", "__weakref__",
+        "_data", "_rg", "_grad", "_grad_fn", "_nr", "_edge", "_vc", "_acc", "_hooks",
+        "_retains_grad", "name", "_base", "_view_src", "__weakref__",
     )
     __array_priority__ = 1000  # so that ndarray <op> Tensor defers to Tensor's reflected op
 
     def __init__(self, data, requires_grad=False):
-        if isinstance(data, np.generic):
-            data = np.asarray(data)  # NumPy turns 0-d results into scalars; keep an array
-        self.data = data
-        self.requires_grad = requires_grad
+        if type(data) is not np.ndarray:
+            if type(requires_grad) is int and type(data) is int:  # torch.Tensor(2, 3): a shape
+                data, requires_grad = (data, requires_grad), False
+            data = _as_storage(data)
+        self._data = data
+        self._rg = requires_grad
         self._grad = None
-        self.grad_fn = None
+        self._grad_fn = None
         self._nr = 0
         self._edge = None
         self._vc = _FRESH  # shared until the first in-place change: see bump_version
@@ -83,6 +85,8 @@ class Tensor:
         self._hooks = None
         self._retains_grad = False
         self.name = None
+        self._base = None  # a view: the Tensor that owns the storage (see kit/_views.py)
+        self._view_src = None  # a view: the base's edge its history was made from
         if requires_grad:
             _check_grad_dtype(data.dtype, "requires_grad=True")
 
@@ -90,28 +94,84 @@ class Tensor:
     def _from_node(cls, data, node, nr):
         """A non-leaf Tensor: output `nr` of `node`."""
         t = cls(data)
-        t.requires_grad = True
-        t.grad_fn = node
+        t._rg = True
+        t._grad_fn = node
         t._nr = nr
         t._edge = (node, nr)
         return t
 
+    # --- history (a view's is brought up to date first: see kit/_views.py) ----------------
+    @property
+    def grad_fn(self):
+        """The node that made this tensor (None for a leaf), as PyTorch's `grad_fn`."""
+        if self._base is not None:
+            _views.refresh(self)
+        return self._grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node):
+        self._grad_fn = node
+
+    @property
+    def requires_grad(self) -> bool:
+        if self._base is not None:
+            _views.refresh(self)
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        flag = bool(flag)
+        if self._grad_fn is not None:
+            if not flag:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach()."
+                )
+            return
+        if flag:
+            _check_grad_dtype(self._data.dtype, "requires_grad=True")
+        self._rg = flag
+
+    def _is_view(self) -> bool:
+        """True when this tensor shares the storage of another (its `_base`), as PyTorch's."""
+        return self._base is not None
+
+    # --- storage ------------------------------------------------------------------------
+    @property
+    def data(self):
+        """A Tensor sharing this one's storage, cut from the graph, with its own version counter
+        (PyTorch's `.data`): changes made through it are invisible to autograd's checks. Prefer
+        `detach()`, which shares the version counter; `.numpy()` gives the array."""
+        return Tensor(self._data)
+
+    @data.setter
+    def data(self, value):
+        # NOTE: as in PyTorch, `x.data = y` swaps the storage (shape and dtype may change) and
+        # leaves the history alone.
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"Tensor.data must be set to a Tensor, got {type(value).__name__}. Fix: "
+                f"x.data = kit.tensor(value)"
+            )
+        self._data = value._data
+
     # --- metadata -----------------------------------------------------------------------
     @property
     def shape(self):
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def device(self) -> str:
-        return backend.device_of(self.data)
+        return backend.device_of(self._data)
 
     @property
     def is_leaf(self) -> bool:
@@ -122,18 +182,18 @@ class Tensor:
         return self._vc[0]
 
     def size(self, dim=None):
-        return self.data.shape if dim is None else self.data.shape[dim]
+        return self._data.shape if dim is None else self._data.shape[dim]
 
     def dim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     def numel(self):
-        return int(self.data.size)
+        return int(self._data.size)
 
     def __len__(self):
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._data.shape[0]
 
     @property
     def grad(self):
@@ -160,12 +220,12 @@ class Tensor:
 
     # --- conversion ---------------------------------------------------------------------
     def item(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(
-                f"a Tensor with {self.data.size} elements cannot be converted to a Python "
+                f"a Tensor with {self._data.size} elements cannot be converted to a Python "
                 f"scalar; item() needs exactly one element"
             )
-        return self.data.item()
+        return self._data.item()
 
     def numpy(self):
         """The data as a NumPy array (shares memory on the CPU, as in PyTorch).
@@ -178,18 +238,18 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
-        if backend.device_of(self.data) != "cpu":
+        if backend.device_of(self._data) != "cpu":
             raise TypeError(
                 "can't convert a gpu tensor to numpy: copy it to the CPU first with "
                 ".to('cpu').numpy() (or .cpu().numpy())"
             )
-        return self.data
+        return self._data
 
     def tolist(self):
-        return self.data.tolist()
+        return self._data.tolist()
 
     def __array__(self, dtype=None, copy=None):
-        data = backend.to_device(self.data, "cpu")
+        data = backend.to_device(self._data, "cpu")
         return data if dtype is None else data.astype(dtype)
 
     def __float__(self):
@@ -199,17 +259,17 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with {self.data.size} values is ambiguous; use "
+                f"Boolean value of Tensor with {self._data.size} values is ambiguous; use "
                 f".any() or .all()"
             )
-        return bool(self.data)
+        return bool(self._data)
 
     def __index__(self):
-        if self.data.dtype.kind not in "biu" or self.data.size != 1:
+        if self._data.dtype.kind not in "biu" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
-        return int(self.data.item())
+        return int(self._data.item())
 
     def __hash__(self):
         return id(self)
@@ -221,35 +281,30 @@ class Tensor:
     def _leaf_edge(self):
         """The edge to this leaf's AccumulateGrad, made once (again if shape or dtype changed)."""
         edge = self._acc
-        if edge is None or edge[0].output_meta[0] != (self.data.shape, self.data.dtype):
+        if edge is None or edge[0].output_meta[0] != (self._data.shape, self._data.dtype):
             edge = self._acc = (AccumulateGrad(self), 0)
         return edge
 
     def detach(self):
         """A new Tensor sharing the data, cut from the graph."""
-        t = Tensor(self.data)
+        t = Tensor(self._data)
         # A view: in-place changes on either are seen by saved-tensor checks.
         t._vc = version_counter(self)
         return t
 
     def detach_(self):
-        self.grad_fn = None
+        if self._base is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead: it returns a new tensor "
+                "sharing the storage."
+            )
+        self._grad_fn = None
         self._edge = None
-        self.requires_grad = False
+        self._rg = False
         return self
 
     def requires_grad_(self, requires_grad=True):
-        if self.grad_fn is not None:
-            if not requires_grad:
-                raise RuntimeError(
-                    "you can only change requires_grad flags of leaf variables. If you want to "
-                    "use a computed variable in a subgraph that doesn't require differentiation "
-                    "use var_no_grad = var.detach()."
-                )
-            return self
-        if requires_grad:
-            _check_grad_dtype(self.data.dtype, "requires_grad_()")
-        self.requires_grad = bool(requires_grad)
+        self.requires_grad = requires_grad
         return self
 
     def retain_grad(self):
@@ -349,6 +404,29 @@ class Tensor:
         return str(self.dtype) if dtype is None else self.to(dtype)
 
 
+def _as_storage(data):
+    """What Tensor(data) keeps when `data` is not a NumPy array: a CuPy array as it is, a NumPy
+    scalar as a 0-d array; anything else is PyTorch's legacy constructor, `torch.Tensor([1, 2])`
+    (float32 data) or `torch.Tensor(2, 3)` (a shape; kit fills it with zeros)."""
+    if isinstance(data, np.generic):
+        return np.asarray(data)  # NumPy turns 0-d results into scalars; keep an array
+    if hasattr(data, "shape") and hasattr(data, "dtype") and not isinstance(data, Tensor):
+        return data  # a CuPy array (or another backend's)
+    if isinstance(data, Tensor):
+        return data._data.astype(_DEFAULT_FLOAT)
+    if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
+        return np.zeros((int(data),), _DEFAULT_FLOAT)
+    if isinstance(data, tuple) and data and all(isinstance(n, int) for n in data):
+        return np.zeros(data, _DEFAULT_FLOAT)
+    try:
+        return np.asarray(data, dtype=_DEFAULT_FLOAT)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"kit.Tensor(): cannot make a tensor from {type(data).__name__}. Fix: use "
+            f"kit.tensor(data) (or torch.tensor), which infers the dtype"
+        ) from None
+
+
 def _is_dtype_name(value):
     return isinstance(value, str) and value in {str(d) for d in SUPPORTED_DTYPES}
 
@@ -389,7 +467,7 @@ def _float_style(data):
 
 
 def _format(t):
-    data = backend.to_device(t.data, "cpu")
+    data = backend.to_device(t._data, "cpu")
     formatter = None
     if data.dtype.kind == "f" and data.size:
         flat = data.reshape(-1)
@@ -406,7 +484,7 @@ def _format(t):
         formatter={"float_kind": formatter} if formatter else None,
     )
     extras = []
-    if backend.device_of(t.data) != "cpu":
+    if backend.device_of(t._data) != "cpu":
         extras.append("device='gpu'")
     if data.dtype not in (float32, int64, bool_) or data.size == 0:
         extras.append(f"dtype=kit.{data.dtype}")
@@ -417,4 +495,5 @@ def _format(t):
     return "tensor(" + ", ".join([body] + extras) + ")"
 
 
-engine.bind_tensor(Tensor)
+engine.bind_tensor(Tensor, bump_version)
+_views.bind(Tensor, version_counter, engine.node_class, engine.OUTPUT)

@@ -32,26 +32,26 @@ def _root_grads(outputs, grad_outputs, create_graph, who):
                 f"kit.no_grad()) before computing this output"
             )
         if g is None:
-            if out.data.size != 1:
+            if out._data.size != 1:
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs, but output {i} has "
                     f"shape {list(out.shape)}. Fix: reduce it first (y.sum().backward()) or pass "
                     f"the gradient of a scalar with respect to it: y.backward(gradient)"
                 )
-            xp = backend.get_array_module(out.data)
-            g = xp.ones_like(out.data)
+            xp = backend.get_array_module(out._data)
+            g = xp.ones_like(out._data)
         else:
-            g = g.data if isinstance(g, Tensor) and not create_graph else g
+            g = g._data if isinstance(g, Tensor) and not create_graph else g
             if not isinstance(g, Tensor) and not hasattr(g, "shape"):
-                g = backend.get_array_module(out.data).full(out.shape, g, dtype=out.dtype)
+                g = backend.get_array_module(out._data).full(out.shape, g, dtype=out.dtype)
             if tuple(g.shape) != tuple(out.shape):
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and "
                     f"output[{i}] has a shape of {list(out.shape)}"
                 )
-            # NOTE: not getattr(g, "data", g): a CuPy array's .data is its memory pointer
-            if backend.device_of(g.data if isinstance(g, Tensor) else g) != backend.device_of(
-                out.data
+            # NOTE: not getattr(g, "data", g): a CuPy array's ._data is its memory pointer
+            if backend.device_of(g._data if isinstance(g, Tensor) else g) != backend.device_of(
+                out._data
             ):
                 raise RuntimeError(
                     f"{who}: grad_output[{i}] is on a different device than output[{i}]"
@@ -86,7 +86,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         owned = set() if create_graph else {id(g if g.base is None else g.base) for g in grads}
         for t, g in zip(inputs, found, strict=True):
             if g is not None:
-                _accumulate(t, g if create_graph else g.data, create_graph, owned)
+                _accumulate(t, g if create_graph else g._data, create_graph, owned)
         return
     run_backward(roots, grads, retain_graph=retain_graph, create_graph=create_graph)
 
@@ -122,7 +122,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = slots[capture[t._edge or t._leaf_edge()]]
         if g is None:
             if materialize_grads:
-                g = Tensor(backend.get_array_module(t.data).zeros_like(t.data))
+                g = Tensor(backend.get_array_module(t._data).zeros_like(t._data))
             elif not allow_unused:
                 raise RuntimeError(
                     f"One of the differentiated Tensors (input {i}, shape {list(t.shape)}) appears "

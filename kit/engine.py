@@ -57,7 +57,7 @@ class Node:
 
     def name(self) -> str:
         """PyTorch's spelling of the backward node: `MulBackward0` for the op `mul`."""
-        return "".join(part.title() for part in self._name.split("_")) + "Backward0"
+        return backward_name(self._name)
 
     @property
     def op(self) -> str:
@@ -65,7 +65,7 @@ class Node:
         return self._name
 
     def __repr__(self):
-        return f"<{self.name()}>"
+        return f"<{self.name()} object at {hex(id(self))}>"  # as PyTorch prints a grad_fn
 
     def outputs(self):
         """The output Tensors still alive (None for ones already collected)."""
@@ -100,7 +100,7 @@ class Node:
             elif isinstance(v, Tensor):
                 if expected >= 0 and v._vc[0] != expected:
                     check_versions(self)
-                values.append(v if differentiable else v.data)
+                values.append(v if differentiable else v._data)
             else:
                 values.append(v)
         return self.rule(self, grads[0], *values)
@@ -109,6 +109,25 @@ class Node:
         if self.saved:
             self.saved = _FREED
             self.out_data = None
+
+
+def backward_name(op):
+    return "".join(part.title() for part in op.split("_")) + "Backward0"
+
+
+_NODE_CLASSES = {}
+
+
+def node_class(op, display=None):
+    """The Node subclass for `op`, named as PyTorch names it (`MulBackward0`), made once."""
+    cls = _NODE_CLASSES.get(op)
+    if cls is None:
+        title = display or backward_name(op)
+        cls = _NODE_CLASSES[op] = type(title, (Node,), {
+            "__slots__": (), "name": lambda self, _title=title: _title,
+            "__doc__": f"The backward of {op}.",
+        })
+    return cls
 
 
 class AccumulateGrad(Node):
@@ -389,7 +408,7 @@ def _run_hooks(node, leaf_hooks, grads, differentiable, owned):
                         f"a hook on a gradient flowing into {node.name()} changed its shape from "
                         f"{list(g.shape)} to {list(result.shape)}; a hook must keep the shape"
                     )
-                g = result if differentiable else result.data
+                g = result if differentiable else result._data
         retained = hooks.get("retain")
         if retained is not None and retained() is not None:
             _accumulate(retained(), g, differentiable, owned)
@@ -402,8 +421,15 @@ def _accumulate(tensor, g, differentiable, owned):
     if differentiable:
         tensor._grad = g if tensor._grad is None else tensor._grad + g
         return
-    if tensor._grad is not None:
-        tensor._grad = Tensor(tensor._grad.data + g)
+    have = tensor._grad
+    if have is not None:
+        # NOTE: in place, as PyTorch: a reference to x.grad taken earlier stays current.
+        try:
+            have._data += g
+        except (TypeError, ValueError):  # read-only, or a dtype/shape it cannot hold in place
+            tensor._grad = Tensor(have._data + g)
+            return
+        bump_version(have)
         return
     base = g.base
     if base is not None or id(g) in owned:
@@ -416,7 +442,7 @@ def _check_nan(node, in_grads):
     for index, g in enumerate(in_grads):
         if g is None:
             continue
-        data = g.data if isinstance(g, Tensor) else g
+        data = g._data if isinstance(g, Tensor) else g
         xp = backend.get_array_module(data)
         if data.dtype.kind in "fc" and bool(xp.isnan(data).any()):
             where = ""
@@ -428,9 +454,10 @@ def _check_nan(node, in_grads):
             )
 
 
-Tensor = None  # bound by kit._tensor once the class exists (the two modules need each other)
+# bound by kit._tensor once the class exists (the two modules need each other)
+Tensor = bump_version = None
 
 
-def bind_tensor(cls):
-    global Tensor
-    Tensor = cls
+def bind_tensor(cls, bump):
+    global Tensor, bump_version
+    Tensor, bump_version = cls, bump

@@ -51,7 +51,7 @@ class FunctionNode(Node):
         self.input_meta = tuple(
             (a.shape, a.dtype) if isinstance(a, Tensor) else None for a in inputs
         )
-        self.outputs_data = [o.data if isinstance(o, Tensor) else None for o in outputs]
+        self.outputs_data = [o._data if isinstance(o, Tensor) else None for o in outputs]
 
     @property
     def input_names(self):
@@ -157,7 +157,7 @@ class FunctionNode(Node):
                     )
                 out.append(None)
                 continue
-            out.append(g if differentiable else g.data)
+            out.append(g if differentiable else g._data)
         return out
 
     def _inputs_text(self):
@@ -323,7 +323,7 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
             if any(o is t for t in dirty):
                 bump_version(o)
             elif any(o is a for a in inputs):
-                alias = Tensor(o.data)  # an input returned unchanged is a new (view) tensor
+                alias = Tensor(o._data)  # an input returned unchanged is a new (view) tensor
                 alias._vc = version_counter(o)
                 o = alias
         final.append(o)
@@ -406,7 +406,9 @@ def refuse_second_derivative(value, sources, message):
     fails loudly instead of silently missing terms. Used by @once_differentiable and kit.mx."""
     from kit.ops._record import record
 
-    return record("once_differentiable", _raise_message, value.data, tuple(sources), params=message)
+    return record(
+        "once_differentiable", _raise_message, value._data, tuple(sources), params=message
+    )
 
 
 def _raise_message(node, g):

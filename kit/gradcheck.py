@@ -30,7 +30,7 @@ def as_float64(inputs, warn=True):
     for i, x in enumerate(inputs):
         if isinstance(x, Tensor) and x.dtype.kind == "f" and x.dtype != float64:
             upcast.append(i)
-            t = Tensor(x.data.astype(float64), requires_grad=x.requires_grad)
+            t = Tensor(x._data.astype(float64), requires_grad=x.requires_grad)
             prepared.append(t)
         else:
             prepared.append(x)
@@ -58,7 +58,7 @@ def numerical_jacobian(func, inputs, eps=1e-6):
     for i, x in enumerate(inputs):
         if not (isinstance(x, Tensor) and x.requires_grad):
             continue
-        data = x.data
+        data = x._data
         cols = [np.zeros((_size(o), data.size)) for o in outs]
         for k in range(data.size):
             # NOTE: element k in C order, written through an index: a reshape(-1) of a
@@ -86,11 +86,11 @@ def analytical_jacobian(func, inputs):
     for o, out in enumerate(outs):
         if not isinstance(out, Tensor) or not out.requires_grad:
             continue
-        rows = {i: np.zeros((out.data.size, x.data.size)) for i, x in enumerate(inputs)
+        rows = {i: np.zeros((out._data.size, x._data.size)) for i, x in enumerate(inputs)
                 if isinstance(x, Tensor) and x.requires_grad}
-        xp = backend.get_array_module(out.data)
-        for r in range(out.data.size):
-            seed = xp.zeros(out.data.size, dtype=out.dtype)
+        xp = backend.get_array_module(out._data)
+        for r in range(out._data.size):
+            seed = xp.zeros(out._data.size, dtype=out.dtype)
             seed[r] = 1
             gs = grad(out, wrt, Tensor(seed.reshape(out.shape)), retain_graph=True,
                       allow_unused=True)
@@ -103,13 +103,13 @@ def analytical_jacobian(func, inputs):
 
 
 def _size(t):
-    return int(t.data.size) if isinstance(t, Tensor) else 0
+    return int(t._data.size) if isinstance(t, Tensor) else 0
 
 
 def _host(t):
     if not isinstance(t, Tensor):
         return None
-    d = t.data
+    d = t._data
     # NOTE: a copy: an output may be (a view of) an input that the next perturbation changes.
     return np.array(backend.to_device(d, "cpu"), dtype=np.float64)
 
@@ -176,7 +176,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     if grad_outputs is None:
         gen = np.random.default_rng(0)
         grad_outputs = [
-            Tensor(backend.get_array_module(o.data).asarray(
+            Tensor(backend.get_array_module(o._data).asarray(
                 gen.standard_normal(o.shape)).astype(float64), requires_grad=True)
             for o in outs if isinstance(o, Tensor) and o.requires_grad
         ]

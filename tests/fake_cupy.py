@@ -138,6 +138,10 @@ def _module():
         return call
 
     cupy.array, cupy.asarray = array, asarray
+    # cupy.lib.stride_tricks.as_strided: a view of the device array, still a device array
+    cupy.lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(
+        as_strided=lambda x, shape=None, strides=None: np.lib.stride_tricks.as_strided(
+            x, shape, strides, subok=True)))
     cupy.ElementwiseKernel = cupy.RawKernel = _no_kernels
     cupy.__getattr__ = numpy_function
     runtime = types.SimpleNamespace(

@@ -32,7 +32,7 @@ def test_every_workload_computes_on_the_device_it_was_asked_for(fake_gpu):
             if device == "gpu" and w.name in KERNEL_WORKLOADS:
                 continue
             result = w.setup(w.quick_sizes[0], device)()
-            data = result.data if isinstance(result, kit.Tensor) else result
+            data = result._data if isinstance(result, kit.Tensor) else result
             expected = "cpu" if w.name == "transfer_d2h" else device
             assert kit.backend.device_of(data) == expected, f"{w.name} on {device}"
 

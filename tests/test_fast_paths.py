@@ -37,8 +37,8 @@ def test_relu_forward_and_backward_on_a_large_tensor_match_numpy():
     g = rng.standard_normal((64, 256)).astype(np.float32)
     y = kit.relu(x)
     y.backward(kit.tensor(g))
-    np.testing.assert_array_equal(y.data, np.where(data > 0, data, 0))
-    np.testing.assert_array_equal(x.grad.data, np.where(data > 0, g, 0))
+    np.testing.assert_array_equal(y._data, np.where(data > 0, data, 0))
+    np.testing.assert_array_equal(x.grad._data, np.where(data > 0, g, 0))
 
 
 def test_bias_gradient_sums_leading_axes_first_and_higher_order():
@@ -47,11 +47,11 @@ def test_bias_gradient_sums_leading_axes_first_and_higher_order():
     b = kit.tensor(rng.standard_normal(3).astype(np.float32), requires_grad=True)
     out = (h + b) * (h + b)
     out.sum().backward(create_graph=True)
-    want = (2 * (h.data + b.data)).sum(axis=(0, 1))
-    np.testing.assert_allclose(b.grad.data, want, rtol=1e-5)
-    assert b.grad.shape == (3,) and b.grad.data.base is None
+    want = (2 * (h._data + b._data)).sum(axis=(0, 1))
+    np.testing.assert_allclose(b.grad._data, want, rtol=1e-5)
+    assert b.grad.shape == (3,) and b.grad._data.base is None
     (second,) = kit.grad(b.grad.sum(), b)  # d/db sum_k 2 * sum(h + b)_k = 2 * 5 * 4 each
-    np.testing.assert_allclose(second.data, np.full(3, 40.0), rtol=1e-6)
+    np.testing.assert_allclose(second._data, np.full(3, 40.0), rtol=1e-6)
 
 
 def test_bias_of_shape_1_and_a_0d_target_still_take_the_general_path():
@@ -61,7 +61,7 @@ def test_bias_of_shape_1_and_a_0d_target_still_take_the_general_path():
     ((x * c + one).sum()).backward()
     assert c.grad.shape == () and float(c.grad) == 12.0
     assert one.grad.shape == (1, 3)
-    np.testing.assert_array_equal(one.grad.data, np.full((1, 3), 4.0, np.float32))
+    np.testing.assert_array_equal(one.grad._data, np.full((1, 3), 4.0, np.float32))
 
 
 def test_saved_tensor_and_saved_output_changed_in_place_are_still_caught():

@@ -93,6 +93,14 @@ CASES = {
     "sort": (lambda a: kit.sort(a, axis=1, descending=True).values, "A"),
     "argsort": (lambda a: kit.argsort(a, axis=0), "A"),
     "index_add": (lambda a, b: kit.index_add(a, 0, on(a, [0, 2]), kit.stack([b, b])), "A B"),
+    # views (kit/ops/view_ops.py)
+    "view": (lambda a: kit.view(a, 2, 6), "A"),
+    "view_as": (lambda a, a2: kit.view_as(a, a2), "A A2"),
+    "narrow": (lambda a: kit.narrow(a, 1, 1, 2), "A"),
+    "unbind": (lambda a: kit.unbind(a, 1)[2] * 2, "A"),
+    "split": (lambda a: kit.split(a, [1, 3], 1)[1], "A"),
+    "chunk": (lambda a: kit.chunk(a, 2, 1)[0], "A"),
+    "diagonal": (lambda a: kit.diagonal(a, 1), "A"),
     # composites
     "relu": (kit.relu, "A"), "softmax": (lambda a: kit.softmax(a, 1), "A"),
     "log_softmax": (lambda a: kit.log_softmax(a, 0), "A"),

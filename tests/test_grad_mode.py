@@ -95,14 +95,14 @@ def test_detect_anomaly_as_context_and_decorator():
 
 def test_sgd_step_under_no_grad_updates_in_place():
     w = leaf([1.0, -2.0])
-    data_before = w.data
+    data_before = w._data
     for _ in range(3):
         loss = (w * w).sum()
         loss.backward()
         with kit.no_grad():
             w -= 0.25 * w.grad
         w.grad.zero_()
-    assert w.data is data_before  # updated in place, still the same leaf
+    assert w._data is data_before  # updated in place, still the same leaf
     assert w.is_leaf and w.requires_grad and w._version == 3
     np.testing.assert_allclose(host(w), [0.125, -0.25])
     np.testing.assert_array_equal(host(w.grad), [0.0, 0.0])

@@ -37,7 +37,7 @@ class FrozenDerivative(kit.Function):
     @staticmethod
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
-        return g * kit.tensor(3 * x.data ** 2)
+        return g * kit.tensor(3 * x._data ** 2)
 
 
 def test_gradcheck_passes_on_correct_ops():
@@ -98,7 +98,7 @@ def test_float32_inputs_warn_and_are_checked_in_float64():
 
 def test_non_contiguous_inputs_are_perturbed_in_place():
     x = kit.from_numpy(np.arange(6.0).reshape(2, 3).T).requires_grad_()
-    assert not x.data.flags["C_CONTIGUOUS"]
+    assert not x._data.flags["C_CONTIGUOUS"]
     assert kit.gradcheck(lambda t: t * t.sum(0), (x,))
 
 

@@ -37,7 +37,7 @@ def test_saved_intermediate_tensor_dies_after_backward(no_cycle_collector):
 def test_saved_output_array_is_released_after_backward(no_cycle_collector):
     x = leaf(rand(3))
     e = x.exp()  # exp keeps its output's array for backward
-    data = weakref.ref(e.data)
+    data = weakref.ref(e._data)
     y = e.sum()
     del e
     assert data() is not None

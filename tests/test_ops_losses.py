@@ -12,7 +12,7 @@ REDUCTIONS = ["mean", "sum", "none"]
 def composite_cross_entropy(logits, target, reduction):
     """The same loss spelt with primitives only: -log_softmax(x)[range(N), t], reduced."""
     n = logits.shape[0]
-    picked = -kit.log_softmax(logits, 1)[np.arange(n), target.data]
+    picked = -kit.log_softmax(logits, 1)[np.arange(n), target._data]
     return {"mean": picked.mean, "sum": picked.sum, "none": lambda: picked}[reduction]()
 
 
@@ -29,11 +29,11 @@ def test_fused_matches_the_composite_spelling(reduction):
     fused = kit.cross_entropy(x, t, reduction=reduction)
     x2 = x.detach().requires_grad_()
     plain = composite_cross_entropy(x2, t, reduction)
-    np.testing.assert_allclose(fused.data, plain.data, rtol=1e-12)
-    seed = np.arange(1.0, 1.0 + fused.data.size).reshape(fused.shape)
+    np.testing.assert_allclose(fused._data, plain._data, rtol=1e-12)
+    seed = np.arange(1.0, 1.0 + fused._data.size).reshape(fused.shape)
     fused.backward(kit.tensor(seed))
     plain.backward(kit.tensor(seed))
-    np.testing.assert_allclose(x.grad.data, x2.grad.data, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(x.grad._data, x2.grad._data, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -47,22 +47,22 @@ def test_fused_gradient_first_and_second_order(reduction):
 def test_fused_is_stable_for_huge_logits():
     x = kit.tensor([[1000.0, 0.0], [0.0, -1000.0]], requires_grad=True)
     loss = kit.cross_entropy(x, kit.tensor([1, 1]), reduction="none")
-    np.testing.assert_allclose(loss.data, [1000.0, 1000.0])
+    np.testing.assert_allclose(loss._data, [1000.0, 1000.0])
     loss.sum().backward()
-    np.testing.assert_allclose(x.grad.data, [[1.0, -1.0], [1.0, -1.0]])
+    np.testing.assert_allclose(x.grad._data, [[1.0, -1.0], [1.0, -1.0]])
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_fused_matches_pytorch(reduction):
     torch = pytest.importorskip("torch")
     x, t = logits_and_target(seed=2, n=7, c=3)
-    xt = torch.tensor(x.data, requires_grad=True)
+    xt = torch.tensor(x._data, requires_grad=True)
     ours = kit.cross_entropy(x, t, reduction=reduction)
-    theirs = torch.nn.functional.cross_entropy(xt, torch.tensor(t.data), reduction=reduction)
-    np.testing.assert_allclose(ours.data, theirs.detach().numpy(), rtol=1e-12)
+    theirs = torch.nn.functional.cross_entropy(xt, torch.tensor(t._data), reduction=reduction)
+    np.testing.assert_allclose(ours._data, theirs.detach().numpy(), rtol=1e-12)
     ours.sum().backward()
     theirs.sum().backward()
-    np.testing.assert_allclose(x.grad.data, xt.grad.numpy(), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(x.grad._data, xt.grad.numpy(), rtol=1e-10, atol=1e-15)
 
 
 def test_float32_stays_float32():

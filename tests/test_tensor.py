@@ -52,7 +52,7 @@ def test_requires_grad_on_an_integer_tensor_is_a_clear_error():
                                            r"gradients \(requires_grad=True on a int64 tensor\)"
                                            r".*Fix: .*dtype=kit.float32"):
         kit.tensor([1, 2], requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"requires_grad_\(\) on a int32 tensor"):
+    with pytest.raises(RuntimeError, match=r"requires_grad=True on a int32 tensor"):
         kit.tensor(np.array([1], dtype=np.int32)).requires_grad_()
 
 
@@ -103,7 +103,7 @@ def test_numpy_refuses_a_tensor_that_requires_grad():
     x = leaf([1.0])
     with pytest.raises(RuntimeError, match=r"Use tensor.detach\(\).numpy\(\) instead"):
         x.numpy()
-    assert x.detach().numpy() is x.data
+    assert x.detach().numpy() is x._data
 
 
 def test_repr():
@@ -177,8 +177,9 @@ def test_in_place_bumps_the_version_and_breaks_saved_tensors(change):
 ], ids=["+=", "add_", "setitem", "zero_"])
 def test_in_place_on_a_leaf_that_requires_grad_errors(change):
     x = leaf([1.0, 2.0])
-    with pytest.raises(RuntimeError, match=r"a leaf Variable that requires grad is being used in "
-                                           r"an in-place operation. Fix: .*kit.no_grad\(\)"):
+    with pytest.raises(RuntimeError, match=r"a leaf Variable that requires grad is being used "
+                                           r"in an in-place operation \(\w+\)\. Fix: "
+                                           r".*kit.no_grad\(\)"):
         change(x)
 
 
@@ -217,8 +218,8 @@ def test_in_place_cannot_change_the_shape(recorded):
 ], ids=["+=", "setitem", "zero_"])
 def test_in_place_on_a_broadcast_view_says_to_clone(change):
     view = kit.ones(2).expand(3, 2)
-    with pytest.raises(RuntimeError, match=r"this tensor is a read-only view .*Fix: \.clone\(\) "
-                                           r"it"):
+    with pytest.raises(RuntimeError, match=r"more than one element of the written-to tensor refers "
+                                           r"to a single memory location .*Fix: \.clone\(\) it"):
         change(view)
     copy = view.clone()
     change(copy)

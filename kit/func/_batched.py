@@ -51,6 +51,8 @@ class BatchedTensor(Tensor):
     _retains_grad = False
     _hooks = None
     name = None
+    _base = None  # never a view: its value is
+    _view_src = None
 
     def __init__(self, value, levels):  # noqa: D107 - Tensor.__init__ is deliberately skipped
         self.value = value
@@ -113,6 +115,10 @@ class BatchedTensor(Tensor):
     @property
     def data(self):
         raise _no_storage("reading .data")
+
+    @property
+    def _data(self):
+        raise _no_storage("reading its array")
 
     def numpy(self):
         raise _no_storage("calling .numpy()")

@@ -103,7 +103,7 @@ class JvpNode(Node):
 def _data(g):
     from kit.func._batched import physical
 
-    return physical(g).data if isinstance(g, Tensor) else g
+    return physical(g)._data if isinstance(g, Tensor) else g
 
 
 def _output_tangents(node, result, differentiable):
@@ -142,7 +142,7 @@ def _output_tangents(node, result, differentiable):
                 f"{list(shape)} while the given forward gradient is of size {list(t.shape)}. "
                 f"Fix: each tangent has the shape of its output"
             )
-        out.append(t if differentiable else t.data)
+        out.append(t if differentiable else t._data)
     return out
 
 
@@ -151,7 +151,7 @@ def _non_differentiable(node):
     marked = node.ctx._non_differentiable
     return {
         k for k, meta in enumerate(node.output_meta)
-        if meta is None or any(t.data is node.outputs_data[k] for t in marked)
+        if meta is None or any(t._data is node.outputs_data[k] for t in marked)
     }
 
 

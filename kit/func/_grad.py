@@ -65,7 +65,7 @@ class _Leaves:
             self.connected = True
             leaf = movement.reshape(value, value.shape)
         else:
-            leaf = Tensor(value.data, requires_grad=True)
+            leaf = Tensor(value._data, requires_grad=True)
         self.physical.append(leaf)
         return make(leaf, levels_of(x))
 
@@ -90,7 +90,7 @@ class _Leaves:
             grads.append(g)
         differentiable = create_graph or batched
         if not differentiable:
-            grads = [g.data for g in grads]
+            grads = [g._data for g in grads]
         edges = [leaf._edge or leaf._leaf_edge() for leaf in self.physical]
         capture = {}
         for i, edge in enumerate(edges):

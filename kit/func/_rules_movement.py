@@ -142,7 +142,7 @@ def _gather(fn, x, items):
     _, indices = align(*[i if isinstance(i, Tensor) else Tensor(np.asarray(i))
                          for i in items[:lead]])
     nd = max(i.ndim for i in indices) - k if indices else 0
-    xp = backend.get_array_module(value.data)
+    xp = backend.get_array_module(value._data)
     grids = []
     for j, lv in enumerate(levels):
         shape = [1] * (k + nd)
@@ -164,7 +164,7 @@ def _region_ndim(shape, items):
     """How many dims `x[index]` has for a per-sample x of `shape` (computed on a stride-0 view)."""
     def on_cpu(item):
         if isinstance(item, Tensor):
-            item = physical(item).data
+            item = physical(item)._data
         return backend.to_device(item, "cpu")
 
     index = tuple(on_cpu(i) for i in items)

@@ -89,13 +89,13 @@ class FusedGELU(Function):
         if not isinstance(x, Tensor):
             raise TypeError(f"FusedGELU.apply: expected a Tensor, got {type(x).__name__}")
         ctx.save_for_backward(x)
-        return Tensor(gelu_forward(x.data))
+        return Tensor(gelu_forward(x._data))
 
     @staticmethod
     @once_differentiable  # the backward is a kernel, not kit ops: no second derivative through it
     def backward(ctx, gy):
         (x,) = ctx.saved_tensors
-        return Tensor(gelu_backward(x.data, gy.data))
+        return Tensor(gelu_backward(x._data, gy._data))
 
 
 def fused_gelu(x):

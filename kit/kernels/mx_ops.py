@@ -28,7 +28,7 @@ from kit.mx.ndarray import unwrap
 
 def _array(nd):
     """The xp array behind an NDArray (read only: kernels never write into their inputs)."""
-    return unwrap(nd).data
+    return unwrap(nd)._data
 
 
 class FusedGELUOp(operator.CustomOp):

@@ -69,8 +69,8 @@ def _check(logits, target, reduction):
     op = "FusedSoftmaxCrossEntropy"
     if not isinstance(logits, Tensor):
         raise TypeError(f"{op}.apply: logits must be a Tensor, got {type(logits).__name__}")
-    x = logits.data
-    t = target.data if isinstance(target, Tensor) else target
+    x = logits._data
+    t = target._data if isinstance(target, Tensor) else target
     _cuda.check_float(op, x)
     if x.ndim != 2 or x.shape[1] == 0:
         raise ValueError(f"{op}: forward expects logits of shape (N, C) with C >= 1, got {x.shape}")
@@ -160,14 +160,14 @@ class FusedSoftmaxCrossEntropy(Function):
     @once_differentiable  # the backward is a kernel, not kit ops: no second derivative through it
     def backward(ctx, gy):
         logits, target, lse = ctx.saved_tensors
-        x, g = logits.data, gy.data
+        x, g = logits._data, gy._data
         n = x.shape[0]
         if ctx.reduction != "none":
             xp = backend.get_array_module(x)
             scale = g / n if ctx.reduction == "mean" else g
             g = xp.empty(n, dtype=x.dtype)
             g[...] = scale  # broadcast on the device, without a host round trip
-        return Tensor(softmax_ce_backward(x, target.data, lse.data, g)), None, None
+        return Tensor(softmax_ce_backward(x, target._data, lse._data, g)), None, None
 
 
 def fused_softmax_cross_entropy(logits, target, reduction="mean"):

@@ -80,13 +80,13 @@ def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
                 f"NDArray. Fix: mx.nd.array(value)"
             )
     tensors = [d._t for d in data]
-    if len({backend.device_of(t.data) for t in tensors}) > 1:
+    if len({backend.device_of(t._data) for t in tensors}) > 1:
         raise MXNetError(
             f"{describe(op_type, 'inputs')}: the inputs are on different devices "
             f"{[str(d.context) for d in data]}. Fix: x.as_in_context(ctx) for one context"
         )
     _infer(call, tensors[:n_args], tensors[n_args:])
-    ctx = context_of(tensors[0].data) if tensors else current_context()
+    ctx = context_of(tensors[0]._data) if tensors else current_context()
     with user_code(op_type, "create_operator"):
         call.op = call.prop.create_operator(ctx, call.in_shapes, call.in_types)
     if not isinstance(call.op, CustomOp):

@@ -25,7 +25,7 @@ def _req(tensor, needed):
 def _readonly(tensor, where, keep_graph):
     """An NDArray a CustomOp may read but not write."""
     if not keep_graph:
-        data = tensor.data
+        data = tensor._data
         if isinstance(data, np.ndarray):
             data = data.view()
             data.flags.writeable = False
@@ -94,7 +94,7 @@ class CustomFunction(Function):
         where = describe(call.op_type, "forward")
         in_data = [_readonly(t, f"{where}: in_data[{i}] ({call.arg_names[i]!r})", False)
                    for i, t in enumerate(args)]
-        like = args[0].data if args else np.zeros(0)
+        like = args[0]._data if args else np.zeros(0)
         out_data = [
             _buffer(s, d, like, f"{where}: out_data[{j}] ({call.out_names[j]!r})")
             for j, (s, d) in enumerate(zip(call.out_shapes, call.out_types, strict=True))
@@ -141,7 +141,7 @@ class CustomFunction(Function):
             _readonly(out_map[j], f"{where}: out_data[{j}] ({call.out_names[j]!r})", keep)
             if j in out_map else _undeclared(call, "out_data", j) for j in range(n_out)
         ]
-        like = grads[0].data
+        like = grads[0]._data
         in_grad = [
             _buffer(tuple(call.in_shapes[i]), np.dtype(call.in_types[i]), like,
                     f"{where}: in_grad[{i}] ({call.arg_names[i]!r})") for i in range(n_args)

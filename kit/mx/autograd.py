@@ -112,7 +112,7 @@ def _heads(heads, head_grads, who):
             raise MXNetError(_NOT_IN_GRAPH)
         outputs.append(h._t)
         if g is None:  # NOTE: MXNet's implicit head gradient is all ones, for any shape
-            g = backend.get_array_module(h._t.data).ones_like(h._t.data)
+            g = backend.get_array_module(h._t._data).ones_like(h._t._data)
         grads.append(g._t if isinstance(g, NDArray) else g)
     return heads, outputs, grads
 
@@ -159,11 +159,11 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
                                   allow_unused=True) if variables else ()
     for v, g in zip(variables, found, strict=True):
         slot = variable_slot(v)
-        buffer = slot.grad._t.data
+        buffer = slot.grad._t._data
         if slot.req == "write":
-            buffer[...] = 0 if g is None else g.data
+            buffer[...] = 0 if g is None else g._data
         elif slot.req == "add" and g is not None:
-            buffer += g.data
+            buffer += g._data
     if not retain_graph:
         _consume(heads)
 

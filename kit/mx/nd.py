@@ -66,10 +66,10 @@ def array(source_array, ctx=None, dtype=None):
     <NDArray 3 @cpu(0)>
     """
     if isinstance(source_array, NDArray):
-        data = source_array._t.data
+        data = source_array._t._data
         dtype = data.dtype if dtype is None else dtype
     elif isinstance(source_array, Tensor):
-        data = source_array.data
+        data = source_array._data
     elif backend.device_of(source_array) == "gpu":
         data = source_array
     else:
@@ -243,10 +243,10 @@ def norm(data, ord=2, axis=None, keepdims=False, out=None):  # noqa: A002 - MXNe
 def argmax(data, axis=None, keepdims=False):
     """Index of the largest element along `axis`, as float32 (MXNet's dtype for indices)."""
     t = tensor_of(data, "argmax")
-    idx = t.data.argmax() if axis is None else t.data.argmax(axis=axis)
+    idx = t._data.argmax() if axis is None else t._data.argmax(axis=axis)
     if keepdims and axis is not None:
         idx = backend.get_array_module(idx).expand_dims(idx, axis)
-    return wrap(Tensor(idx.astype(t.data.dtype if t.data.dtype.kind == "f" else REAL)))
+    return wrap(Tensor(idx.astype(t._data.dtype if t._data.dtype.kind == "f" else REAL)))
 
 
 # --- shape ----------------------------------------------------------------------------------
@@ -348,13 +348,13 @@ log_softmax = _softmax_family("log_softmax", ops.log_softmax)
 def softmax_cross_entropy(data, label, out=None):
     """Cross-entropy of softmax(data) against class labels, summed over the batch: shape (1,)."""
     t = tensor_of(data, "softmax_cross_entropy")
-    classes = tensor_of(label, "softmax_cross_entropy").data.astype(np.int64)
+    classes = tensor_of(label, "softmax_cross_entropy")._data.astype(np.int64)
     return write_out(wrap(run(ops.cross_entropy, t, classes, "sum")), out)
 
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):
     """One-hot rows for integer-valued `indices` (not differentiable)."""
-    idx = tensor_of(indices, "one_hot").data.astype(np.int64)
+    idx = tensor_of(indices, "one_hot")._data.astype(np.int64)
     xp = backend.get_array_module(idx)
     hot = xp.arange(int(depth)) == idx[..., None]
     values = xp.where(hot, on_value, off_value).astype(np.dtype(dtype or REAL))

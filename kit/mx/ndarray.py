@@ -95,24 +95,24 @@ class NDArray:
 
     @property
     def shape(self):
-        return tuple(self._t.data.shape)
+        return tuple(self._t._data.shape)
 
     @property
     def dtype(self):
         """The NumPy scalar type (numpy.float32), as MXNet reports it."""
-        return self._t.data.dtype.type
+        return self._t._data.dtype.type
 
     @property
     def size(self):
-        return int(self._t.data.size)
+        return int(self._t._data.size)
 
     @property
     def ndim(self):
-        return self._t.data.ndim
+        return self._t._data.ndim
 
     @property
     def context(self):
-        return context_of(self._t.data)
+        return context_of(self._t._data)
 
     ctx = context
 
@@ -138,7 +138,7 @@ class NDArray:
         >>> mx.nd.array([1, 2]).asnumpy()
         array([1., 2.], dtype=float32)
         """
-        return np.array(backend.to_device(self._t.data, "cpu"), copy=True)
+        return np.array(backend.to_device(self._t._data, "cpu"), copy=True)
 
     def asscalar(self):
         """The only element, as a NumPy scalar."""
@@ -179,7 +179,7 @@ class NDArray:
 
     def wait_to_read(self):
         """Wait until the data is computed (a no-op on the CPU, a sync on the GPU)."""
-        backend.synchronize(backend.device_of(self._t.data))
+        backend.synchronize(backend.device_of(self._t._data))
 
     # --- autograd -----------------------------------------------------------------------
     def attach_grad(self, grad_req="write", stype=None):
@@ -200,16 +200,16 @@ class NDArray:
                 f"attach_grad: grad_req must be one of {', '.join(map(repr, GRAD_REQS))}, got "
                 f"{grad_req!r}"
             )
-        if self._t.data.dtype.kind not in "fc":
+        if self._t._data.dtype.kind not in "fc":
             raise TypeError(
                 f"attach_grad: only floating-point arrays can have gradients, this one is "
-                f"{self._t.data.dtype}. Fix: create it with dtype='float32' (the default)"
+                f"{self._t._data.dtype}. Fix: create it with dtype='float32' (the default)"
             )
         leaf = self._t.detach()  # a new variable: any recorded history is cut, as in MXNet
         leaf.requires_grad = grad_req != "null"
         self._t = leaf
-        xp = backend.get_array_module(leaf.data)
-        self._slot = _GradSlot(grad_req, NDArray(Tensor(xp.zeros_like(leaf.data))))
+        xp = backend.get_array_module(leaf._data)
+        self._slot = _GradSlot(grad_req, NDArray(Tensor(xp.zeros_like(leaf._data))))
         _register_variable(self)
 
     @property
@@ -318,7 +318,7 @@ def unwrap(value):
 
 def wrap(tensor):
     """An NDArray for a kit op's result (0-d results get shape (1,), as in MXNet 1.x)."""
-    if tensor.data.ndim == 0:
+    if tensor._data.ndim == 0:
         tensor = run(Tensor.reshape, tensor, (1,))
     return NDArray(tensor)
 
@@ -328,7 +328,7 @@ def _index(key):
     if isinstance(key, tuple):
         return tuple(_index(k) for k in key)
     if isinstance(key, NDArray):
-        data = key._t.data
+        data = key._t._data
         return data.astype(np.int64) if data.dtype.kind == "f" else data
     return key
 
@@ -342,7 +342,7 @@ def _binary(fn, reflected=False):
 def _compare(fn):
     def method(self, other):
         # NOTE: MXNet comparisons give 0/1 in the array's dtype, not booleans.
-        return wrap(run(fn, self._t, unwrap(other)).astype(self._t.data.dtype))
+        return wrap(run(fn, self._t, unwrap(other)).astype(self._t._data.dtype))
 
     return method
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import operator
 
-from kit._tensor import Tensor, bump_version
-from kit.grad_mode import STATE
-from kit.ops import composite, elementwise, linalg, movement, reductions, sorting
-from kit.ops._record import data_of
+from kit._inplace import _clamp_, _clone, _fill_op, _index_add_, _inplace, _setitem, _zero_
+from kit._tensor import Tensor
+from kit.ops import composite, elementwise, linalg, movement, reductions, sorting, view_ops
 from kit.ops.composite import cross_entropy, log_softmax, mse_loss, relu, softmax
 from kit.ops.elementwise import (
     abs,
@@ -66,6 +65,15 @@ from kit.ops.movement import (
 )
 from kit.ops.reductions import argmax, argmin, logsumexp, max, mean, min, sum
 from kit.ops.sorting import argsort, index_add, sort
+from kit.ops.view_ops import (  # noqa: F401 - published through __all__ += below
+    chunk,
+    diagonal,
+    narrow,
+    split,
+    unbind,
+    view,
+    view_as,
+)
 
 __all__ = [
     "abs", "add", "argmax", "argmin", "argsort", "broadcast_to", "cat", "clamp", "composite",
@@ -77,120 +85,6 @@ __all__ = [
     "sigmoid", "sign", "sin", "softmax", "sort", "sorting", "sqrt", "squeeze", "stack", "sub",
     "sum", "tanh", "transpose", "unsqueeze", "where",
 ]
-
-
-# --- in-place operations --------------------------------------------------------------------
-def _recording(t, other=None):
-    return STATE.enabled and (
-        t.requires_grad or (isinstance(other, Tensor) and other.requires_grad)
-    )
-
-
-def _alias(t):
-    """A second Tensor object for t's current value and history, with its own version.
-
-    The out-of-place op saves this alias, so the in-place change of `t` that follows cannot
-    corrupt what backward needs.
-    """
-    if t.grad_fn is None and t.requires_grad:
-        raise RuntimeError(
-            "a leaf Variable that requires grad is being used in an in-place operation. Fix: "
-            "do the update under `with kit.no_grad():`, or use an out-of-place op (x = x + 1)"
-        )
-    old = Tensor(t.data)
-    old.requires_grad, old.grad_fn, old._nr, old._edge = t.requires_grad, t.grad_fn, t._nr, t._edge
-    old._vc = [t._vc[0]]
-    return old
-
-
-def _rebase(t, result):
-    """Make `t` hold `result`'s value and history (the in-place op's output)."""
-    if result.dtype != t.dtype:
-        result = movement.astype(result, t.dtype)
-    t.data = result.data
-    t.grad_fn, t._nr, t._edge = result.grad_fn, result._nr, result._edge
-    t.requires_grad = result.requires_grad
-    bump_version(t)
-    return t
-
-
-def _shape_error(name, t, other_shape):
-    return RuntimeError(
-        f"kit.{name}: an in-place op cannot change the shape of the tensor it writes into: "
-        f"shapes {list(t.shape)} and {list(other_shape)} do not broadcast to {list(t.shape)}. "
-        f"Fix: use the out-of-place form (x = x + y)"
-    )
-
-
-def _check_writeable(name, t):
-    if not getattr(getattr(t.data, "flags", None), "writeable", True):
-        raise RuntimeError(
-            f"kit.{name}: this tensor is a read-only view (from expand or broadcast_to: several "
-            f"elements share one memory location). Fix: .clone() it before changing it in place"
-        )
-
-
-def _inplace(name, op, fast=None):
-    """An in-place method: fast NumPy in-place update when nothing records, else rebase."""
-
-    def method(self, other, *args, **kwargs):
-        if not _recording(self, other):
-            if fast is not None and not args and not kwargs:
-                value = data_of(other)
-                try:
-                    self.data = fast(self.data, value)
-                except TypeError as exc:  # NumPy's casting error, e.g. int tensor += float
-                    raise TypeError(f"kit.{name}: {exc}") from None
-                except ValueError as exc:  # a shape that does not fit, or a read-only view
-                    _check_writeable(name, self)
-                    if "broadcast" not in str(exc):
-                        raise
-                    raise _shape_error(name, self, getattr(value, "shape", ())) from None
-            else:
-                _check_writeable(name, self)
-                self.data[...] = op(Tensor(self.data), other, *args, **kwargs).data
-            bump_version(self)
-            return self
-        result = op(_alias(self), other, *args, **kwargs)
-        if result.shape != self.shape:
-            raise _shape_error(name, self, getattr(other, "shape", ()))
-        return _rebase(self, result)
-
-    method.__name__ = name
-    return method
-
-
-def _fill_op(t, value):
-    return index_put(t, Ellipsis, value)
-
-
-def _zero_(self):
-    return Tensor.fill_(self, 0)
-
-
-def _setitem(self, index, value):
-    if not _recording(self, value):
-        v = data_of(value)
-        if hasattr(v, "shape"):
-            from kit.ops._record import check_same_device
-
-            check_same_device("setitem", self.data, v)
-        index = movement._index_arg(index)
-        _check_writeable("setitem", self)
-        self.data[index] = v
-        bump_version(self)
-        return
-    _rebase(self, index_put(_alias(self), index, value))
-
-
-def _index_add_(self, dim, index, source, alpha=1):
-    op = lambda t, src: index_add(t, dim, index, src, alpha)  # noqa: E731
-    return _inplace("index_add_", op)(self, source)
-
-
-def _clamp_(self, min=None, max=None):  # noqa: A002
-    op = lambda t, _: clamp(t, min, max)  # noqa: E731
-    return _inplace("clamp_", op)(self, None)
 
 
 # --- methods with PyTorch and NumPy spellings -----------------------------------------------
@@ -246,11 +140,6 @@ def _equality(fn, answer):
     return method
 
 
-def _clone(self):
-    """A copy that stays in the graph (gradients flow back to the original)."""
-    return self * 1 if self.requires_grad and STATE.enabled else Tensor(self.data.copy())
-
-
 _METHODS = {
     # arithmetic
     "__add__": add, "__radd__": lambda s, o: add(o, s), "add": _add_alpha,
@@ -276,7 +165,7 @@ _METHODS = {
     "argmax": _reduction(argmax), "argmin": _reduction(argmin),
     "softmax": _softmax_method(softmax), "log_softmax": _softmax_method(log_softmax),
     # movement
-    "reshape": reshape, "view": reshape, "permute": permute, "movedim": movedim,
+    "reshape": reshape, "permute": permute, "movedim": movedim,
     "transpose": transpose, "swapaxes": transpose, "unsqueeze": unsqueeze, "squeeze": squeeze,
     "flatten": flatten, "expand": expand, "broadcast_to": broadcast_to,
     "expand_as": lambda s, other: expand(s, other.shape),
@@ -303,4 +192,7 @@ _METHODS = {
 
 for _name, _fn in _METHODS.items():
     setattr(Tensor, _name, _fn)
+for _name in view_ops.__all__:  # view, view_as, narrow, unbind, split, chunk, diagonal
+    setattr(Tensor, _name, getattr(view_ops, _name))
+__all__ += view_ops.__all__
 del _name, _fn

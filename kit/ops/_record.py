@@ -14,10 +14,10 @@ import weakref
 
 import numpy as np
 
-from kit import backend
+from kit import _views, backend
 from kit._creation import _to_array
 from kit._tensor import Tensor, float32, version_counter
-from kit.engine import OUTPUT, Node
+from kit.engine import OUTPUT, node_class
 from kit.grad_mode import STATE
 
 # One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so
@@ -31,20 +31,30 @@ _VERSIONS = {
 
 
 def record(op, rule, out, inputs, saved=(), params=None):
-    """Wrap the array `out` as a Tensor; attach a Node if a Tensor input requires grad."""
+    """Wrap the array `out` as a Tensor; attach a Node if a Tensor input requires grad.
+
+    A result whose array is a view of an input's array becomes a view of that input's base
+    (kit/_views.py): no op has to say that it makes views.
+    """
     y = Tensor(out)
-    if not STATE.enabled:
+    out = y._data
+    enabled = STATE.enabled
+    if out.base is not None:
+        _views.mark(y, inputs, enabled)
+    if not enabled:
         return y
-    out = y.data
     # NOTE: this runs once per recorded op; tuples grown in plain loops are the cheapest here.
     edges = ()
     need = False
     for t in inputs:
-        if isinstance(t, Tensor) and t.requires_grad:
-            edges += (t._edge or t._leaf_edge(),)
-            need = True
-        else:
-            edges += (None,)
+        if isinstance(t, Tensor):
+            if t._base is not None:
+                _views.refresh(t)  # its base changed in place since its history was made
+            if t._rg:
+                edges += (t._edge or t._leaf_edge(),)
+                need = True
+                continue
+        edges += (None,)
     if not need:
         return y
     versions = ()
@@ -54,7 +64,7 @@ def record(op, rule, out, inputs, saved=(), params=None):
             versions += (v._vc[0],)
         elif v is OUTPUT:
             # A saved output starts at version 0 too: an in-place change of it must fail.
-            versions += (0,)
+            versions += (y._vc[0],)
             saves_output = True
         else:
             versions += (-1,)
@@ -67,16 +77,22 @@ def record(op, rule, out, inputs, saved=(), params=None):
         if len(_META) >= 4096:  # bounded: a program with ever new shapes must not grow it
             _META.clear()
         meta = _META[key] = (key,)
-    node = Node(op, rule, edges, saved, versions, params, meta)
+    cls = _CLASSES.get(op)
+    if cls is None:
+        cls = _CLASSES[op] = node_class(op)
+    node = cls(op, rule, edges, saved, versions, params, meta)
     if saves_output:
         node.out_data = out
         node.out_vc = version_counter(y)
-    y.requires_grad = True
-    y.grad_fn = node
+    y._rg = True
+    y._grad_fn = node
     y._edge = (node, 0)
     if STATE.keep_outputs:
         node.out_ref = weakref.ref(y)
     return y
+
+
+_CLASSES = {}  # op name -> its Node class (kit.engine.node_class), looked up once per op here
 
 
 def constant(value, like, op):
@@ -97,11 +113,11 @@ def constant(value, like, op):
 def pair(a, b, op):
     """Operands of a binary op as (a, b, x, y): a, b Tensors or scalars; x, y their data."""
     if isinstance(a, Tensor):
-        x = a.data
+        x = a._data
         if not isinstance(b, Tensor):
             b = constant(b, x, op)
         if isinstance(b, Tensor):
-            y = b.data
+            y = b._data
             if type(x) is not type(y):
                 check_same_device(op, x, y)
             if x.dtype is not y.dtype:
@@ -113,7 +129,7 @@ def pair(a, b, op):
     if isinstance(b, Tensor):
         _, _, y, x = pair(b, a, op)
         a = constant(a, y, op)
-        return a, b, (a.data if isinstance(a, Tensor) else a), y
+        return a, b, (a._data if isinstance(a, Tensor) else a), y
     raise TypeError(f"kit.{op}: expected at least one Tensor operand")
 
 
@@ -145,7 +161,7 @@ def shape_error(op, *arrays, detail=""):
 
 def data_of(v):
     """The array behind a Tensor (or the value itself)."""
-    return v.data if isinstance(v, Tensor) else v
+    return v._data if isinstance(v, Tensor) else v
 
 
 def dual(tensor_fn, xp_name):

@@ -15,8 +15,8 @@ from kit.ops.reductions import sum as sum_
 
 def relu(x):
     """max(x, 0). NOTE: the gradient at exactly 0 is 0, as PyTorch's built-in relu."""
-    # A BatchedTensor (under vmap) has no .data: compare with the batched op instead.
-    return where(x.data > 0 if type(x) is Tensor else x > 0, x, 0)
+    # A BatchedTensor (under vmap) has no ._data: compare with the batched op instead.
+    return where(x._data > 0 if type(x) is Tensor else x > 0, x, 0)
 
 
 def softmax(x, dim=-1):
@@ -51,7 +51,7 @@ def cross_entropy(logits, target, reduction="mean"):
         raise ValueError(
             f"kit.cross_entropy: expected logits of shape (N, C), got {tuple(logits.shape)}"
         )
-    t = target.data if isinstance(target, Tensor) else target
+    t = target._data if isinstance(target, Tensor) else target
     if t.dtype.kind in "iu":
         n, c = logits.shape
         if t.shape != (n,):

@@ -37,9 +37,9 @@ def _binary(op, compute, rule, saves):
         # NOTE: common cases first (two Tensors of one device and dtype, a Tensor and a Python
         # number that keeps its dtype); pair() does the general case.
         if isinstance(a, Tensor):
-            x = a.data
+            x = a._data
             if isinstance(b, Tensor):
-                y = b.data
+                y = b._data
                 if type(x) is not type(y) or x.dtype is not y.dtype:
                     a, b, x, y = pair(a, b, op)
             elif type(b) is int or type(b) is float and x.dtype.kind == "f":
@@ -47,9 +47,9 @@ def _binary(op, compute, rule, saves):
             else:
                 a, b, x, y = pair(a, b, op)
         elif isinstance(b, Tensor) and (
-            type(a) is int or type(a) is float and b.data.dtype.kind == "f"
+            type(a) is int or type(a) is float and b._data.dtype.kind == "f"
         ):
-            x, y = a, b.data  # a reflected op such as 2 * t or 1 - t
+            x, y = a, b._data  # a reflected op such as 2 * t or 1 - t
         else:
             a, b, x, y = pair(a, b, op)
         try:
@@ -71,7 +71,7 @@ def _unary(op, compute, rule, save):
             return VMAP.dispatch(op, fn, x)
         if not isinstance(x, Tensor):
             raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
-        d = x.data
+        d = x._data
         out = compute(np if type(d) is np.ndarray else backend.get_array_module(d), d)
         return record(op, rule, out, (x,), (x,) if save == "x" else saves_output)
 
@@ -302,13 +302,13 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
     if min is None and max is None:
         raise ValueError("kit.clamp: at least one of min and max must be given")
     lo, hi = data_of(min), data_of(max)
-    xp = backend.get_array_module(x.data)
-    out = x.data
+    xp = backend.get_array_module(x._data)
+    out = x._data
     if lo is not None:
         out = xp.maximum(out, lo)
     if hi is not None:
         out = xp.minimum(out, hi)
-    if out is x.data:
+    if out is x._data:
         out = out.copy()
     return record("clamp", _clamp_rule, out, (x,), (x,), (lo, hi))
 
@@ -343,11 +343,11 @@ logical_xor = _compare("logical_xor", lambda x, y: x ^ y)
 def logical_not(x):
     if VMAP.depth:
         return VMAP.dispatch("logical_not", logical_not, x)
-    return Tensor(~x.data if x.data.dtype.kind == "b" else x.data == 0)
+    return Tensor(~x._data if x._data.dtype.kind == "b" else x._data == 0)
 
 
 def sign(x):
     """Sign of each element (no gradient: it is 0 almost everywhere)."""
     if VMAP.depth:
         return VMAP.dispatch("sign", sign, x)
-    return Tensor(backend.get_array_module(x.data).sign(x.data))
+    return Tensor(backend.get_array_module(x._data).sign(x._data))

@@ -40,7 +40,7 @@ def matmul(a, b):
         a, b, _, _ = pair(a, b, "matmul")
         if not isinstance(a, Tensor) or not isinstance(b, Tensor):
             raise TypeError("kit.matmul: both operands must be tensors or arrays, not scalars")
-    x, y = a.data, b.data
+    x, y = a._data, b._data
     if x.ndim == 0 or y.ndim == 0:
         raise ValueError("kit.matmul: both arguments need at least 1 dimension, got a 0-d tensor")
     try:

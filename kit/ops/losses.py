@@ -36,7 +36,7 @@ def _fused_ce_rule(node, g, x, probs):
 
 def fused_cross_entropy(logits, target, reduction):
     """Cross-entropy of logits (N, C) against class indices (N,), as one node (see above)."""
-    d = logits.data
+    d = logits._data
     xp = backend.get_array_module(d)
     n = d.shape[0]
     shifted = d - d.max(axis=1, keepdims=True)

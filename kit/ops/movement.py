@@ -20,7 +20,7 @@ from kit.ops.reductions import normalize_axis
 def _tensor_arg(x, op):
     if not isinstance(x, Tensor):
         raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
-    return x.data
+    return x._data
 
 
 def shape_arg(shape):
@@ -187,7 +187,7 @@ def _index_arg(index):
     if isinstance(index, tuple):
         return tuple(_index_arg(i) for i in index)
     if isinstance(index, Tensor):
-        return index.data
+        return index._data
     if isinstance(index, list) and any(isinstance(i, Tensor) for i in index):
         return [_index_arg(i) for i in index]
     return index
@@ -233,7 +233,7 @@ def index_put_add(src, index, shape):
         out = xp.zeros(shape, dtype=src.dtype)
         _scatter_add(xp, out, index, src)
         return out
-    d = src.data
+    d = src._data
     xp = backend.get_array_module(d)
     out = xp.zeros(shape, dtype=d.dtype)
     _scatter_add(xp, out, index, d)
@@ -257,7 +257,7 @@ def _index_put_rule(node, g):
     index, value_shape = node.params
     need = node.next_functions
     if isinstance(g, Tensor):
-        keep = backend.get_array_module(g.data).ones(g.shape, dtype=bool)
+        keep = backend.get_array_module(g._data).ones(g.shape, dtype=bool)
         keep[index] = False
         from kit.ops.elementwise import where
 
@@ -308,7 +308,7 @@ def _tensors_arg(tensors, op):
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"kit.{op}: item {i} is a {type(t).__name__}, expected a Tensor")
-    arrays = [t.data for t in tensors]
+    arrays = [t._data for t in tensors]
     check_same_device(op, *arrays)
     return tensors, arrays
 
@@ -363,9 +363,9 @@ def astype(x, dtype):
     dtype = np.dtype(dtype)
     if dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"kit: unsupported dtype {dtype}")
-    if x.data.dtype == dtype:
+    if x._data.dtype == dtype:
         return x
-    return record("astype", _astype_rule, x.data.astype(dtype), (x,))
+    return record("astype", _astype_rule, x._data.astype(dtype), (x,))
 
 
 def _to_device_rule(node, g):
@@ -380,7 +380,7 @@ def to_device(x, device):
     if VMAP.depth:
         return VMAP.dispatch("to", to_device, x, device)
     device = backend.normalize_device(device)
-    source = backend.device_of(x.data)
+    source = backend.device_of(x._data)
     if device == source:
         return x
-    return record("to", _to_device_rule, backend.to_device(x.data, device), (x,), (), source)
+    return record("to", _to_device_rule, backend.to_device(x._data, device), (x,), (), source)

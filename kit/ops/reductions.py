@@ -53,7 +53,7 @@ def expand_back(g, shape, axes):
 def _args(x, axis, keepdims, op):
     if not isinstance(x, Tensor):
         raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
-    return normalize_axis(axis, x.data.ndim, op), bool(keepdims)
+    return normalize_axis(axis, x._data.ndim, op), bool(keepdims)
 
 
 def _sum_rule(node, g):
@@ -66,7 +66,7 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001 - PyTorch's name
     if VMAP.depth:
         return VMAP.dispatch("sum", sum, x, axis, keepdims)
     axes, keepdims = _args(x, axis, keepdims, "sum")
-    out = x.data.sum(axis=axes, keepdims=keepdims)
+    out = x._data.sum(axis=axes, keepdims=keepdims)
     return record("sum", _sum_rule, out, (x,), (), (x.shape, axes))
 
 
@@ -81,12 +81,12 @@ def mean(x, axis=None, keepdims=False):
     if VMAP.depth:
         return VMAP.dispatch("mean", mean, x, axis, keepdims)
     axes, keepdims = _args(x, axis, keepdims, "mean")
-    if x.data.dtype.kind not in "fc":
+    if x._data.dtype.kind not in "fc":
         raise TypeError(
             f"kit.mean: could not infer output dtype. Input dtype must be floating point, got "
-            f"{x.data.dtype}. Fix: x.float().mean()"
+            f"{x._data.dtype}. Fix: x.float().mean()"
         )
-    out = x.data.mean(axis=axes, keepdims=keepdims)
+    out = x._data.mean(axis=axes, keepdims=keepdims)
     return record("mean", _mean_rule, out, (x,), (), (x.shape, axes))
 
 
@@ -106,7 +106,7 @@ def _extreme(op):
         if VMAP.depth:
             return VMAP.dispatch(op, fn, x, axis, keepdims)
         axes, keepdims = _args(x, axis, keepdims, op)
-        d = x.data
+        d = x._data
         if d.size == 0:
             raise RuntimeError(f"kit.{op}: cannot reduce an empty tensor (it has no {op})")
         xp = backend.get_array_module(d)
@@ -156,7 +156,7 @@ def logsumexp(x, axis=None, keepdims=False):
     if VMAP.depth:
         return VMAP.dispatch("logsumexp", logsumexp, x, axis, keepdims)
     axes, keepdims = _args(x, axis, keepdims, "logsumexp")
-    d = x.data
+    d = x._data
     xp = backend.get_array_module(d)
     m = d.max(axis=axes, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)

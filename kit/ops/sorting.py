@@ -45,7 +45,7 @@ def sort(x, axis=-1, descending=False):
         return VMAP.dispatch("sort", sort, x, axis, descending)
     d = data_of(x)
     axis = normalize_axis(axis, d.ndim, "sort")[0] if d.ndim else 0
-    idx = argsort(x, axis, descending).data
+    idx = argsort(x, axis, descending)._data
     if d.ndim == 0:
         return SortResult(getitem(x, ()), Tensor(idx))
     return SortResult(getitem(x, _along(d, axis, idx)), Tensor(idx))

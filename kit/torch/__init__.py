@@ -71,6 +71,7 @@ from kit.ops.movement import (
     unsqueeze,
 )
 from kit.ops.sorting import index_add
+from kit.ops.view_ops import chunk, diagonal, narrow, split, unbind
 from kit.torch import autograd, cuda, nn
 from kit.torch._dtypes import (
     bool,
@@ -128,6 +129,7 @@ def __getattr__(name):
 
 
 __all__ = [
+    "chunk", "diagonal", "narrow", "split", "unbind",
     "abs", "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd",
     "bool", "cat", "clamp", "clip", "concat", "cos", "cuda", "device", "div", "dot", "double",
     "dtype", "empty", "enable_grad", "eq", "equal", "exp", "eye", "flatten", "float", "float16",

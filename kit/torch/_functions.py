@@ -184,8 +184,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A00
     tensor([ True, False])
     """
     _same_dtype("isclose", input, other)
-    xp = kit.backend.get_array_module(input.data)
-    return Tensor(xp.isclose(input.data, other.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    xp = kit.backend.get_array_module(input._data)
+    return Tensor(xp.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
@@ -195,7 +195,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A0
     >>> torch.allclose(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0000001]))
     True
     """
-    return isclose(input, other, rtol, atol, equal_nan).data.all().item()
+    return isclose(input, other, rtol, atol, equal_nan)._data.all().item()
 
 
 def equal(input, other):  # noqa: A002
@@ -207,7 +207,7 @@ def equal(input, other):  # noqa: A002
     """
     if tuple(input.shape) != tuple(other.shape):
         return False
-    return (input.data == other.data).all().item()
+    return (input._data == other._data).all().item()
 
 
 def is_tensor(obj):

@@ -83,8 +83,8 @@ def trace_backward(outputs):
     for out in outputs:
         if out.grad_fn is None:
             continue
-        xp = backend.get_array_module(out.data)
-        add_gradient(buffers, out.grad_fn, output_index(out), xp.ones_like(out.data))
+        xp = backend.get_array_module(out._data)
+        add_gradient(buffers, out.grad_fn, output_index(out), xp.ones_like(out._data))
     _, deps = graph_nodes(list(buffers))
     ready = [node for node in buffers if deps[node] == 0]
     steps = []

@@ -40,7 +40,7 @@ def grad_norms(params):
     >>> grad_norms({"w": w})
     {'w': 10.0}
     """
-    return {name: None if t.grad is None else norm(t.grad.data)
+    return {name: None if t.grad is None else norm(t.grad._data)
             for name, t in named_parameters(params)}
 
 
@@ -183,7 +183,7 @@ def plot_grad_histograms(params, bins=40, vanishing=VANISHING, exploding=EXPLODI
             "kit.viz.plot_grad_histograms: no parameter has a .grad yet. Fix: call backward() "
             "on the loss first"
         )
-    magnitudes = {name: np.abs(host(t.grad.data).astype(np.float64).ravel()) for name, t in pairs}
+    magnitudes = {name: np.abs(host(t.grad._data).astype(np.float64).ravel()) for name, t in pairs}
     nonzero = np.concatenate([m[m > 0] for m in magnitudes.values()] + [np.ones(1)])
     lo = min(math.floor(np.log10(nonzero.min())), math.log10(vanishing) - 1)
     hi = max(math.ceil(np.log10(nonzero.max())), math.log10(exploding) + 1)

@@ -161,9 +161,9 @@ class _Builder:
         if id(t) in self.highlight or id(node) in self.highlight:
             attributes["highlight"] = True
         lines = [name, f"{fmt_shape(t.shape)} {t.dtype} {t.device}"]
-        if t.data.size <= SMALL:
-            attributes["value"] = host(t.data).tolist()
-            lines.append("= " + fmt_array(t.data))
+        if t._data.size <= SMALL:
+            attributes["value"] = host(t._data).tolist()
+            lines.append("= " + fmt_array(t._data))
         return self._node("tensor", lines, attributes, grad)
 
     def add_outputs(self, outputs):
@@ -173,7 +173,7 @@ class _Builder:
                 role = "parameter" if id(out) in self.names else "leaf"
                 shown = self.show_grad and out.grad is not None
                 node_id = self._tensor(out, role, output=True,
-                                       grad=out.grad.data if shown else None)
+                                       grad=out.grad._data if shown else None)
                 self.ids[("leaf", id(out))] = node_id
             else:
                 grad = self._received(out.grad_fn, output_index(out))
@@ -187,7 +187,7 @@ class _Builder:
             return known
         role = "parameter" if id(t) in self.names else "leaf"
         if self.flow is None:
-            grad = t.grad.data if t.grad is not None else None
+            grad = t.grad._data if t.grad is not None else None
         else:
             grad = self._received(node, 0)
         node_id = self.ids[("leaf", id(t))] = self._tensor(t, role, grad=grad, node=node)
@@ -206,9 +206,9 @@ class _Builder:
             lines.append(f"{fmt_shape(meta[0])} {meta[1]}")
         alive = node.outputs()  # NOTE: weak references: intermediates may be gone, or not kept
         out = alive[0] if alive else None
-        if members is None and out is not None and out.data.size <= SMALL:
-            attributes["value"] = host(out.data).tolist()
-            lines.append("= " + fmt_array(out.data))
+        if members is None and out is not None and out._data.size <= SMALL:
+            attributes["value"] = host(out._data).tolist()
+            lines.append("= " + fmt_array(out._data))
         if id(node) in self.highlight:
             attributes["highlight"] = True
         grad = self._received(node)
@@ -298,7 +298,7 @@ class _Builder:
                 known = self.ids.get(value.grad_fn)
             if known is not None:
                 return known
-            value = value.data
+            value = value._data
         if isinstance(value, (bool, int, float)):
             return self._node("saved", ["saved", fmt_number(value)], {"value": value})
         if not hasattr(value, "shape"):

@@ -207,7 +207,7 @@ class Explorer(View):
         for name, t in inputs.items():
             t.name = name
         out = self.f(**inputs)
-        if not isinstance(out, kit.Tensor) or out.data.size != 1:
+        if not isinstance(out, kit.Tensor) or out._data.size != 1:
             raise TypeError(
                 f"kit.viz.explorer: f must return a one-element kit Tensor, got "
                 f"{type(out).__name__}{getattr(out, 'shape', '')}; reduce it, e.g. .sum()"
@@ -243,7 +243,7 @@ class Explorer(View):
             with kit.no_grad():
                 fixed = {k: kit.tensor(v, dtype=kit.float64) for k, v in others}
                 try:
-                    ys = host(self.f(**fixed, **{axis: kit.tensor(xs)}).data).astype(float)
+                    ys = host(self.f(**fixed, **{axis: kit.tensor(xs)})._data).astype(float)
                 except (ValueError, TypeError, RuntimeError):
                     ys = None
                 if ys is None or ys.shape != xs.shape:  # f mixes its inputs: point by point
