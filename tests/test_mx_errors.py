@@ -112,6 +112,8 @@ def test_mixed_types_are_made_once_per_type_and_keep_the_name():
     assert mxnet_error_type(ValueError).__name__ == "ValueError"
     assert issubclass(mxnet_error_type(KeyError), LookupError)
     assert mxnet_error_type(MXNetError) is MXNetError
+    runtime = mxnet_error_type(RuntimeError)  # a base of MXNetError: still named RuntimeError
+    assert runtime.__name__ == "RuntimeError" and issubclass(runtime, MXNetError)
     assert mx.base.MXNetError is mx.MXNetError
 
 

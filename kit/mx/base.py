@@ -28,8 +28,11 @@ def mxnet_error_type(cls):
         return cls
     mixed = _MIXED.get(cls)
     if mixed is None:
+        # NOTE: RuntimeError (a base of MXNetError) gets a subclass of MXNetError alone, so the
+        # name a traceback shows stays RuntimeError.
+        bases = (MXNetError,) if cls in MXNetError.__mro__ else (cls, MXNetError)
         try:
-            mixed = type(cls.__name__, (cls, MXNetError), {
+            mixed = type(cls.__name__, bases, {
                 "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                 "__doc__": f"{cls.__name__}, raised where MXNet raises MXNetError.",
             })
