@@ -408,3 +408,55 @@ def test_methods_on_ndarray():
     np.testing.assert_array_equal(x.repeat(2, axis=0).asnumpy(), np.repeat(x.asnumpy(), 2, 0))
     np.testing.assert_array_equal(x.pick(mx.nd.array([1, 0])).asnumpy(), [-2, 3])
     np.testing.assert_array_equal(x.topk(k=1).asnumpy(), [[0], [1]])
+
+
+# --- LeakyReLU family, smooth_l1, Embedding ------------------------------------------------
+_SELU = (1.6732632423543772, 1.0507009873554805)
+
+
+@pytest.mark.parametrize("act_type,ref", [
+    ("leaky", lambda x: np.where(x > 0, x, 0.1 * x)),
+    ("elu", lambda x: np.where(x > 0, x, 0.1 * (np.exp(np.minimum(x, 0)) - 1))),
+    ("selu", lambda x: _SELU[1] * np.where(x > 0, x, _SELU[0] * (np.exp(np.minimum(x, 0)) - 1))),
+])
+def test_leaky_relu_family(act_type, ref):
+    x = RNG.uniform(-3, 3, (3, 4))
+    x[np.abs(x) < 0.05] = 0.5
+    got = mx.nd.LeakyReLU(f64(x), act_type=act_type, slope=0.1).asnumpy()
+    np.testing.assert_allclose(got, ref(x), rtol=1e-12)
+    check_nd(lambda x: mx.nd.LeakyReLU(x, act_type=act_type, slope=0.1), x)
+    big = mx.nd.LeakyReLU(mx.nd.array([1000.0]), act_type=act_type).asnumpy()  # no overflow
+    assert np.isfinite(big).all()
+
+
+def test_prelu_learns_one_slope_per_channel():
+    x, gamma = RNG.uniform(-2, 2, (2, 3, 4)), np.array([0.1, 0.2, 0.3])
+    x[np.abs(x) < 0.05] = 0.5
+    got = mx.nd.LeakyReLU(f64(x), gamma=f64(gamma), act_type="prelu").asnumpy()
+    np.testing.assert_allclose(got, np.where(x > 0, x, gamma[None, :, None] * x), rtol=1e-12)
+    check_nd(lambda x, g: mx.nd.LeakyReLU(x, gamma=g, act_type="prelu"), x, gamma)
+    with pytest.raises(mx.MXNetError, match=r"gamma must have shape \(3,\)"):
+        mx.nd.LeakyReLU(f64(x), gamma=mx.nd.ones((2,)), act_type="prelu")
+    with pytest.raises(mx.MXNetError, match="act_type must be one of"):
+        mx.nd.LeakyReLU(f64(x), act_type="rrelu")
+
+
+def test_smooth_l1():
+    x = np.array([-3.0, -0.4, 0.1, 0.2, 2.5])
+    for scalar in (1.0, 2.0):
+        s2 = scalar ** 2
+        want = np.where(np.abs(x) < 1 / s2, 0.5 * s2 * x * x, np.abs(x) - 0.5 / s2)
+        np.testing.assert_allclose(mx.nd.smooth_l1(f64(x), scalar=scalar).asnumpy(), want)
+        check_nd(lambda x, s=scalar: mx.nd.smooth_l1(x, scalar=s), x)
+
+
+def test_embedding_gathers_rows_accumulates_gradients_and_clips():
+    w = RNG.normal(size=(5, 3))
+    idx = np.array([[0, 4], [4, 2]])
+    got = mx.nd.Embedding(mx.nd.array(idx), f64(w), input_dim=5, output_dim=3).asnumpy()
+    np.testing.assert_array_equal(got, w[idx])
+    check_nd(lambda w: mx.nd.Embedding(mx.nd.array(idx), w, input_dim=5, output_dim=3), w)
+    clipped = mx.nd.Embedding(mx.nd.array([7]), f64(w), input_dim=5, output_dim=3).asnumpy()
+    np.testing.assert_array_equal(clipped, w[[4]])
+    with pytest.raises(mx.MXNetError, match=r"weight must have shape .* \(5, 4\)"):
+        mx.nd.Embedding(mx.nd.array(idx), f64(w), input_dim=5, output_dim=4)

@@ -22,7 +22,15 @@ from kit.mx.base import error, run
 from kit.mx.nd_conv import Convolution, Pooling
 from kit.mx.nd_index import pick, repeat, tile, topk, where
 from kit.mx.nd_io import load, save
-from kit.mx.nd_nn import Activation, Dropout, FullyConnected, SoftmaxOutput
+from kit.mx.nd_nn import (
+    Activation,
+    Dropout,
+    Embedding,
+    FullyConnected,
+    LeakyReLU,
+    SoftmaxOutput,
+    smooth_l1,
+)
 from kit.mx.nd_shape import (
     BlockGrad,
     add_n,
@@ -43,17 +51,18 @@ from kit.mx.ndarray import NDArray, unwrap, wrap
 from kit.ops.reductions import normalize_axis
 
 __all__ = [
-    "Activation", "BlockGrad", "Convolution", "Custom", "Dropout", "FullyConnected", "NDArray",
-    "Pooling", "SoftmaxOutput", "abs", "add", "add_n", "arange", "argmax", "array", "batch_dot",
-    "broadcast_add", "broadcast_div", "broadcast_like", "broadcast_mul", "broadcast_sub",
-    "broadcast_to", "clip", "concat", "cos", "divide", "dot", "elemwise_add", "elemwise_div",
-    "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten", "flip", "full",
-    "linalg", "load", "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "multiply",
-    "negative", "norm", "one_hot", "ones", "ones_like", "pick", "power", "random", "random_normal",
-    "random_uniform", "relu", "repeat", "reshape", "reverse", "save", "sigmoid", "sign", "sin",
-    "slice", "slice_axis", "softmax", "softmax_cross_entropy", "sparse", "split", "sqrt", "square",
-    "squeeze", "stack", "stop_gradient", "subtract", "sum", "swapaxes", "take", "tanh", "tile",
-    "topk", "transpose", "true_divide", "waitall", "where", "zeros", "zeros_like",
+    "Activation", "BlockGrad", "Convolution", "Custom", "Dropout", "Embedding", "FullyConnected",
+    "LeakyReLU", "NDArray", "Pooling", "SoftmaxOutput", "abs", "add", "add_n", "arange", "argmax",
+    "array", "batch_dot", "broadcast_add", "broadcast_div", "broadcast_like", "broadcast_mul",
+    "broadcast_sub", "broadcast_to", "clip", "concat", "cos", "divide", "dot", "elemwise_add",
+    "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten",
+    "flip", "full", "linalg", "load", "log", "log_softmax", "max", "maximum", "mean", "min",
+    "minimum", "multiply", "negative", "norm", "one_hot", "ones", "ones_like", "pick", "power",
+    "random", "random_normal", "random_uniform", "relu", "repeat", "reshape", "reverse", "save",
+    "sigmoid", "sign", "sin", "slice", "slice_axis", "smooth_l1", "softmax",
+    "softmax_cross_entropy", "sparse", "split", "sqrt", "square", "squeeze", "stack",
+    "stop_gradient", "subtract", "sum", "swapaxes", "take", "tanh", "tile", "topk", "transpose",
+    "true_divide", "waitall", "where", "zeros", "zeros_like",
 ]
 
 # --- creation -------------------------------------------------------------------------------

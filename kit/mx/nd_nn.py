@@ -21,7 +21,10 @@ from kit.mx._ndutil import tensor_of, write_out
 from kit.mx.base import MODE, error, run
 from kit.mx.ndarray import NDArray, wrap
 
-__all__ = ["Activation", "Dropout", "FullyConnected", "SoftmaxOutput"]
+__all__ = [
+    "Activation", "Dropout", "Embedding", "FullyConnected", "LeakyReLU", "SoftmaxOutput",
+    "smooth_l1",
+]
 
 
 def _softrelu(x):
@@ -48,6 +51,79 @@ def Activation(data, act_type, out=None, name=None):  # noqa: N802 - MXNet's nam
             f"mx.nd.Activation: act_type must be one of {sorted(_ACTIVATIONS)}, got {act_type!r}"
         ))
     return write_out(wrap(run(fn, tensor_of(data, "Activation"))), out)
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+
+
+def _negative_part(x, fn):
+    """x where x > 0, else fn(x); fn sees min(x, 0) so exp never overflows on the other side."""
+    return ops.where(ops.gt(x, 0), x, fn(ops.minimum(x, 0)))
+
+
+def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, out=None, name=None):  # noqa: N802
+    """MXNet's parametric ReLUs: 'leaky' (slope * x below 0), 'elu' (slope * (exp(x) - 1)),
+    'selu', or 'prelu' with a learned slope `gamma` per channel (axis 1)."""
+    x = tensor_of(data, "LeakyReLU")
+    where = "mx.nd.LeakyReLU"
+    if act_type == "prelu":
+        if gamma is None:
+            raise error(TypeError, f"{where}: act_type='prelu' needs gamma (one slope per channel)")
+        g = tensor_of(gamma, "LeakyReLU")
+        channels = x.shape[1] if x.ndim > 1 else 1
+        if g.ndim != 1 or g.shape[0] not in (1, channels):
+            raise error(ValueError, (
+                f"{where}: gamma must have shape ({channels},) (one slope per channel of axis 1) "
+                f"or (1,), got {g.shape}"
+            ))
+        shape = (1, g.shape[0]) + (1,) * (x.ndim - 2) if x.ndim > 1 else g.shape
+
+        def prelu(x, g):
+            return _negative_part(x, lambda neg: neg * ops.reshape(g, shape))
+
+        return write_out(wrap(run(prelu, x, g)), out)
+    fns = {
+        "leaky": lambda neg: neg * slope,
+        "elu": lambda neg: (ops.exp(neg) - 1) * slope,
+        "selu": lambda neg: (ops.exp(neg) - 1) * _SELU_ALPHA,
+    }
+    if act_type not in fns:
+        raise error(ValueError, (
+            f"{where}: act_type must be one of {sorted([*fns, 'prelu'])}, got {act_type!r}"
+        ))
+
+    def compute(x):
+        y = _negative_part(x, fns[act_type])
+        return y * _SELU_SCALE if act_type == "selu" else y
+
+    return write_out(wrap(run(compute, x)), out)
+
+
+def smooth_l1(data, scalar=1.0, out=None):
+    """0.5 * (scalar * x)**2 where |x| < 1 / scalar**2, else |x| - 0.5 / scalar**2."""
+    x = tensor_of(data, "smooth_l1")
+    sigma2 = float(scalar) ** 2
+
+    def compute(x):
+        small = ops.lt(ops.abs(x), 1.0 / sigma2)
+        return ops.where(small, x * x * (0.5 * sigma2), ops.abs(x) - 0.5 / sigma2)
+
+    return write_out(wrap(run(compute, x)), out)
+
+
+def Embedding(data, weight, input_dim, output_dim, dtype="float32", sparse_grad=False,  # noqa: N802
+              out=None, name=None):
+    """Rows of weight (input_dim, output_dim) at the integer-valued indices in data: shape
+    data.shape + (output_dim,); out-of-range indices are clipped, as in MXNet."""
+    idx, w = tensor_of(data, "Embedding"), tensor_of(weight, "Embedding")
+    if tuple(w.shape) != (int(input_dim), int(output_dim)):
+        raise error(ValueError, (
+            f"mx.nd.Embedding: weight must have shape (input_dim, output_dim) = ({input_dim}, "
+            f"{output_dim}), got {w.shape}"
+        ))
+    rows = np.clip(NDArray(idx.detach()).asnumpy().astype(np.int64), 0, int(input_dim) - 1)
+    index = kit.tensor(rows, device=w.device)
+    return write_out(wrap(run(ops.getitem, w, index)), out)
 
 
 def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True,  # noqa: N802
