@@ -11,15 +11,27 @@ import math
 
 import numpy as np
 
-import kit
 from kit import backend, ops
 from kit._tensor import Tensor
 from kit.mx import nd_linalg as linalg
 from kit.mx import random, sparse
 from kit.mx._custom import Custom
-from kit.mx._ndutil import REAL, as_shape, kit_device, named, tensor_of, write_out
+from kit.mx._ndutil import REAL, as_shape, named, tensor_of, write_out
 from kit.mx.base import error, run
 from kit.mx.nd_conv import Convolution, Pooling
+from kit.mx.nd_creation import (
+    arange,
+    array,
+    empty,
+    full,
+    ones,
+    ones_like,
+    random_normal,
+    random_uniform,
+    waitall,
+    zeros,
+    zeros_like,
+)
 from kit.mx.nd_index import pick, repeat, tile, topk, where
 from kit.mx.nd_io import load, save
 from kit.mx.nd_nn import (
@@ -64,70 +76,6 @@ __all__ = [
     "stop_gradient", "subtract", "sum", "swapaxes", "take", "tanh", "tile", "topk", "transpose",
     "true_divide", "waitall", "where", "zeros", "zeros_like",
 ]
-
-# --- creation -------------------------------------------------------------------------------
-def array(source_array, ctx=None, dtype=None):
-    """A new NDArray holding a copy of `source_array`; float32 unless `dtype` says otherwise.
-
-    >>> import kit.mx as mx
-    >>> mx.nd.array([1, 2, 3])
-    <BLANKLINE>
-    [1. 2. 3.]
-    <NDArray 3 @cpu(0)>
-    """
-    if isinstance(source_array, NDArray):
-        data = source_array._t._data
-        dtype = data.dtype if dtype is None else dtype
-    elif isinstance(source_array, Tensor):
-        data = source_array._data
-    elif backend.device_of(source_array) == "gpu":
-        data = source_array
-    else:
-        data = np.asarray(source_array, dtype=REAL if dtype is None else dtype)
-    return NDArray(kit.tensor(data, dtype=np.dtype(dtype or REAL), device=kit_device(ctx)))
-
-
-def _creator(fill):
-    def create(shape, ctx=None, dtype=None, **kwargs):
-        return NDArray(fill(as_shape(shape), dtype=np.dtype(dtype or REAL), device=kit_device(ctx)))
-
-    return create
-
-
-zeros = _creator(kit.zeros)
-ones = _creator(kit.ones)
-empty = zeros  # NOTE: MXNet leaves empty() uninitialised; kit gives zeros, never garbage
-
-
-def full(shape, val, ctx=None, dtype=None):
-    dtype = np.dtype(dtype or REAL)
-    return NDArray(kit.full(as_shape(shape), val, dtype=dtype, device=kit_device(ctx)))
-
-
-def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
-    """Evenly spaced values in [start, stop), each repeated `repeat` times; float32."""
-    values = np.arange(start, stop, step).astype(np.dtype(dtype or REAL))
-    if repeat != 1:
-        values = np.repeat(values, int(repeat))
-    return NDArray(kit.tensor(values, device=kit_device(ctx)))
-
-
-random_uniform = random.uniform  # MXNet's older spellings
-random_normal = random.normal
-
-
-def zeros_like(data):
-    return NDArray(kit.zeros_like(tensor_of(data, "zeros_like")))
-
-
-def ones_like(data):
-    return NDArray(kit.ones_like(tensor_of(data, "ones_like")))
-
-
-def waitall():
-    """Wait for all queued work (a sync on the GPU; nothing is asynchronous on the CPU)."""
-    backend.synchronize("gpu")
-
 
 # --- elementwise ----------------------------------------------------------------------------
 def _unary(name, fn):
