@@ -1,8 +1,15 @@
 """`mx.nd`: array creation and the common MXNet operators, on kit's primitives.
 
 Every function here is built from kit ops, so its gradient comes from kit's engine; none of them
-owns gradient code. MXNet's defaults are kept: float32 everywhere, `concat` along dim=1,
-`softmax_cross_entropy` summed over the batch, reductions to shape (1,), `flatten` keeping axis 0.
+owns gradient code (SoftmaxOutput, in nd_nn.py, is the one stated exception). MXNet's defaults are
+kept: float32 everywhere, `concat` along dim=1, `softmax_cross_entropy` summed over the batch,
+reductions to shape (1,), `flatten` keeping axis 0. The families live in their own modules
+(nd_creation, nd_index, nd_shape, nd_nn, nd_conv, nd_io, nd_linalg as mx.nd.linalg, random as
+mx.nd.random, sparse as mx.nd.sparse); this one holds the elementwise ops and reductions.
+
+>>> import kit.mx as mx
+>>> mx.nd.sum(mx.nd.ones((2, 3))).asnumpy()
+array([6.], dtype=float32)
 """
 
 from __future__ import annotations
