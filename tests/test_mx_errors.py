@@ -2,6 +2,7 @@
 kit.mx raises an error that is an MXNetError and keeps the original type, message and the
 user's line in the traceback (the usage of MXNet's test_custom_op_exc)."""
 
+import pickle
 import traceback
 
 import pytest
@@ -132,3 +133,12 @@ def test_user_exception_with_several_arguments_keeps_them_and_its_attributes():
     assert isinstance(info.value, MXNetError)
     assert info.value.args == (7, "odd") and info.value.code == 7
     assert any("exc_coded" in note for note in info.value.__notes__)
+
+
+def test_mixed_errors_pickle_round_trip_as_the_same_mixed_type():
+    name = _build_dot("exc_pickle", lambda in_data, out_data: [][1])
+    with pytest.raises(IndexError) as info:
+        mx.nd.Custom(mx.nd.zeros((1, 1)), mx.nd.zeros((1, 1)), op_type=name)
+    again = pickle.loads(pickle.dumps(info.value))
+    assert type(again) is type(info.value) and isinstance(again, MXNetError)
+    assert str(again) == str(info.value)

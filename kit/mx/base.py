@@ -35,11 +35,27 @@ def mxnet_error_type(cls):
             mixed = type(cls.__name__, bases, {
                 "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                 "__doc__": f"{cls.__name__}, raised where MXNet raises MXNetError.",
+                "__reduce__": _reduce_mixed, "_kit_mx_original": cls,
             })
         except TypeError:  # a type whose layout cannot be combined: MXNetError alone
             mixed = MXNetError
         _MIXED[cls] = mixed
     return mixed
+
+
+def _reduce_mixed(exc):
+    # NOTE: the mixed type is not importable by its name (builtins.ValueError is the original),
+    # so pickle (multiprocessing, test runners) rebuilds it from the original type instead.
+    return _remake, (type(exc)._kit_mx_original, exc.args, dict(exc.__dict__))
+
+
+def _remake(original, args, state):
+    """Unpickle an error made by mxnet_error_type(original)."""
+    cls = mxnet_error_type(original)
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
 
 
 def error(cls, message):
