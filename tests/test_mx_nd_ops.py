@@ -14,6 +14,16 @@ def _data(*shape):
     return RNG.uniform(-2, 2, shape)
 
 
+@pytest.mark.parametrize("name,ref", [
+    ("reciprocal", lambda x: 1 / x), ("rsqrt", lambda x: 1 / np.sqrt(x)), ("log1p", np.log1p),
+    ("expm1", np.expm1), ("log2", np.log2), ("log10", np.log10),
+])
+def test_more_unary_functions(name, ref):
+    x = RNG.uniform(0.5, 2, (2, 3))
+    np.testing.assert_allclose(getattr(mx.nd, name)(f64(x)).asnumpy(), ref(x), rtol=1e-12)
+    check_nd(getattr(mx.nd, name), x)
+
+
 # --- arithmetic, norm, batch_dot -------------------------------------------------------------
 @pytest.mark.parametrize("name,ref", [
     ("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply), ("divide", np.divide),

@@ -74,14 +74,14 @@ __all__ = [
     "LeakyReLU", "NDArray", "Pooling", "SoftmaxOutput", "abs", "add", "add_n", "arange", "argmax",
     "array", "batch_dot", "broadcast_add", "broadcast_div", "broadcast_like", "broadcast_mul",
     "broadcast_sub", "broadcast_to", "clip", "concat", "cos", "divide", "dot", "elemwise_add",
-    "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten",
-    "flip", "full", "linalg", "load", "log", "log_softmax", "max", "maximum", "mean", "min",
-    "minimum", "multiply", "negative", "norm", "one_hot", "ones", "ones_like", "pick", "power",
-    "random", "random_normal", "random_uniform", "relu", "repeat", "reshape", "reverse", "save",
-    "sigmoid", "sign", "sin", "slice", "slice_axis", "smooth_l1", "softmax",
-    "softmax_cross_entropy", "sparse", "split", "sqrt", "square", "squeeze", "stack",
-    "stop_gradient", "subtract", "sum", "swapaxes", "take", "tanh", "tile", "topk", "transpose",
-    "true_divide", "waitall", "where", "zeros", "zeros_like",
+    "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "expm1",
+    "flatten", "flip", "full", "linalg", "load", "log", "log10", "log1p", "log2", "log_softmax",
+    "max", "maximum", "mean", "min", "minimum", "multiply", "negative", "norm", "one_hot", "ones",
+    "ones_like", "pick", "power", "random", "random_normal", "random_uniform", "reciprocal", "relu",
+    "repeat", "reshape", "reverse", "rsqrt", "save", "sigmoid", "sign", "sin", "slice",
+    "slice_axis", "smooth_l1", "softmax", "softmax_cross_entropy", "sparse", "split", "sqrt",
+    "square", "squeeze", "stack", "stop_gradient", "subtract", "sum", "swapaxes", "take", "tanh",
+    "tile", "topk", "transpose", "true_divide", "waitall", "where", "zeros", "zeros_like",
 ]
 
 # --- elementwise ----------------------------------------------------------------------------
@@ -104,6 +104,12 @@ cos = _unary("cos", ops.cos)
 negative = _unary("negative", ops.neg)
 square = _unary("square", lambda t: t * t)
 sign = _unary("sign", ops.sign)  # NOTE: no gradient flows: it is 0 almost everywhere
+reciprocal = _unary("reciprocal", lambda t: 1 / t)
+rsqrt = _unary("rsqrt", lambda t: 1 / ops.sqrt(t))
+log1p = _unary("log1p", lambda t: ops.log(t + 1))  # NOTE: composite: no extra precision near 0
+expm1 = _unary("expm1", lambda t: ops.exp(t) - 1)
+log2 = _unary("log2", lambda t: ops.log(t) / math.log(2))
+log10 = _unary("log10", lambda t: ops.log(t) / math.log(10))
 
 
 def _binary(name, fn):
@@ -343,6 +349,7 @@ def _reshape_method(self, *shape, **kwargs):
 
 def _bind_methods():
     methods = {
+        "reciprocal": reciprocal, "rsqrt": rsqrt, "log1p": log1p, "expm1": expm1,
         "exp": exp, "log": log, "sqrt": sqrt, "abs": abs, "relu": relu, "sigmoid": sigmoid,
         "tanh": tanh, "sin": sin, "cos": cos, "square": square, "clip": clip, "sum": sum,
         "mean": mean, "max": max, "min": min, "argmax": argmax, "transpose": _transpose_method,
