@@ -16,12 +16,13 @@ array([2., 4., 6.], dtype=float32)
 # NOTE: operator first: registering the base op at import needs kit.mx._custom_function,
 # which needs it.
 from kit.mx import operator  # isort: skip
-from kit.mx import autograd, base, context, nd
+from kit.mx import autograd, base, context, nd, random
+from kit.mx._out_of_scope import io, kv, mod, sym, symbol
 from kit.mx.base import MXNetError
 from kit.mx.context import Context, cpu, current_context, gpu
 from kit.mx.ndarray import NDArray
 
 __all__ = [
     "Context", "MXNetError", "NDArray", "autograd", "base", "context", "cpu", "current_context",
-    "gpu", "nd", "operator",
+    "gpu", "io", "kv", "mod", "nd", "operator", "random", "sym", "symbol",
 ]

@@ -11,12 +11,10 @@ the user's code keep their type and gain the op_type and the phase.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from kit import backend
-from kit.mx.base import REPORTED, MXNetError, reported, run
+from kit.mx.base import MXNetError, error, reported, run, user_errors
 from kit.mx.context import context_of, current_context
 from kit.mx.ndarray import NDArray
 from kit.mx.operator import CustomOp, lookup
@@ -27,21 +25,10 @@ def describe(op_type, phase):
     return f"mx.nd.Custom(op_type={op_type!r}) {phase}"
 
 
-@contextlib.contextmanager
 def user_code(op_type, phase):
-    """Re-raise an error from the user's code as its own type, naming the op and the phase."""
-    try:
-        yield
-    except Exception as exc:
-        if getattr(exc, REPORTED, False):
-            raise
-        message = f"{describe(op_type, phase)}: {type(exc).__name__}: {exc}"
-        try:
-            new = type(exc)(message)
-        except Exception:  # a type whose constructor wants other arguments: annotate it instead
-            exc.add_note(message)
-            raise reported(exc) from None
-        raise reported(new) from exc
+    """Re-raise an error from the user's code naming the op and the phase, as its own type that
+    is also an MXNetError (what MXNet raises), with the user's line still in the traceback."""
+    return user_errors(describe(op_type, phase))
 
 
 class _Call:
@@ -103,10 +90,10 @@ def Custom(*data, **kwargs):  # noqa: N802 - MXNet's name
     with user_code(op_type, "create_operator"):
         call.op = call.prop.create_operator(ctx, call.in_shapes, call.in_types)
     if not isinstance(call.op, CustomOp):
-        raise reported(TypeError(
+        raise reported(error(TypeError, (
             f"{describe(op_type, 'create_operator')}: returned {call.op!r}, expected an instance "
             f"of mx.operator.CustomOp. Fix: `return MyOp()` (an instance, not the class)"
-        ))
+        )))
     outputs = run(entry.function.apply, call, *tensors)
     wrapped = [NDArray(t) for t in outputs]
     return wrapped[0] if len(wrapped) == 1 else wrapped
@@ -120,20 +107,20 @@ def _make_prop(entry, op_type, kwargs):
         try:
             signature.bind(**strings)
         except TypeError as exc:
-            raise reported(TypeError(
+            raise reported(error(TypeError, (
                 f"{describe(op_type, 'CustomOpProp.__init__')}: {prop_cls.__name__}.__init__"
                 f"{signature} cannot be called with the keyword arguments {strings} ({exc}); "
                 f"MXNet passes every extra keyword of mx.nd.Custom to the Prop, as a string, "
                 f"and would crash here. Fix: {_init_fix(signature, strings, op_type)}"
-            )) from None
+            ))) from None
     with user_code(op_type, "CustomOpProp.__init__"):
         prop = prop_cls(**strings)
     if not hasattr(prop, "need_top_grad_"):
-        raise reported(TypeError(
+        raise reported(error(TypeError, (
             f"{describe(op_type, 'CustomOpProp.__init__')}: {prop_cls.__name__}.__init__ did not "
             f"call the base __init__. Fix: super().__init__(need_top_grad=True) (False for a "
             f"loss layer that ignores the gradient from above)"
-        ))
+        )))
     return prop
 
 
@@ -151,73 +138,157 @@ def _init_fix(signature, strings, op_type):
             f"self.{first} = float({first})")
 
 
+def _bad(op_type, phase, message, kind=ValueError):
+    """An error naming the op and the Prop method whose return value is malformed."""
+    return reported(error(kind, f"{describe(op_type, phase)}: {message}"))
+
+
+def _names(value, op_type, method):
+    """What list_arguments / list_outputs / list_auxiliary_states returned: a list of str."""
+    if isinstance(value, str):
+        raise _bad(op_type, method, (
+            f"returned the string {value!r}; it must return a list of names. Fix: return "
+            f"[{value!r}]"
+        ), TypeError)
+    if not isinstance(value, (list, tuple)) or not all(isinstance(n, str) for n in value):
+        raise _bad(op_type, method, (
+            f"must return a list of names (strings), got {value!r}. Fix: e.g. return ['data']"
+        ), TypeError)
+    repeated = sorted({n for n in value if list(value).count(n) > 1})
+    if repeated:
+        raise _bad(op_type, method, f"names {repeated} appear more than once in {list(value)}")
+    return list(value)
+
+
 def _read_lists(call):
     prop, op_type = call.prop, call.op_type
     for attr, method in (("arg_names", "list_arguments"), ("out_names", "list_outputs"),
                          ("aux_names", "list_auxiliary_states")):
         with user_code(op_type, method):
-            names = list(getattr(prop, method)())
-        setattr(call, attr, names)
+            value = getattr(prop, method)()
+        setattr(call, attr, _names(value, op_type, method))
     if not call.out_names:
-        raise reported(ValueError(
-            f"{describe(op_type, 'list_outputs')}: the op declares no outputs; return at least one "
-            f"name, e.g. ['output']"
+        raise _bad(op_type, "list_outputs", (
+            "the op declares no outputs; return at least one name, e.g. ['output']"
         ))
 
 
-def _split(ret, op_type, phase, counts, names):
+_PARTS = ("input", "output", "aux")
+
+
+def _split(ret, op_type, phase, counts):
     """Check what infer_shape / infer_type returned: 2 or 3 lists of the right lengths."""
     if not isinstance(ret, (tuple, list)) or len(ret) not in (2, 3):
-        raise reported(ValueError(
-            f"{describe(op_type, phase)}: must return 2 or 3 lists (inputs, outputs[, aux]), "
-            f"got {ret!r}"
+        raise _bad(op_type, phase, (
+            f"must return 2 or 3 lists (inputs, outputs[, aux]), got {ret!r}"
         ))
     parts = list(ret) + ([] if len(ret) == 3 else [None])
-    for part, count, what in zip(parts, counts, names, strict=True):
+    kind = "shapes" if phase == "infer_shape" else "types"
+    for part, count, what in zip(parts, counts, _PARTS, strict=True):
         if part is None and what == "aux":
             continue
+        if not isinstance(part, (list, tuple)):
+            raise _bad(op_type, phase, (
+                f"the returned {what} {kind} must be a list with one entry per {what}, got "
+                f"{part!r}"
+            ))
         if len(part) != count:
-            raise reported(ValueError(
-                f"{describe(op_type, phase)}: expecting {count} entries in returned {what} "
-                f"{'shapes' if phase == 'infer_shape' else 'types'}, got {len(part)} ({part!r})"
+            raise _bad(op_type, phase, (
+                f"expecting {count} entries in returned {what} {kind}, got {len(part)} "
+                f"({part!r})"
             ))
     return parts
+
+
+def _shape(entry, op_type, what):
+    """One shape infer_shape returned: a list or tuple of non-negative ints."""
+    if isinstance(entry, (int, np.integer)):
+        raise _bad(op_type, "infer_shape", (
+            f"the shape returned for {what} is the number {int(entry)}; each shape is a list of "
+            f"dimensions, so the lists hold one list per array. Fix: [[{int(entry)}]], not "
+            f"[{int(entry)}]"
+        ))
+    if not isinstance(entry, (list, tuple)) or not all(
+            isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0
+            for n in entry):
+        raise _bad(op_type, "infer_shape", (
+            f"the shape returned for {what} is {entry!r}; a shape is a list of non-negative "
+            f"ints, e.g. [2, 3]"
+        ))
+    return tuple(int(n) for n in entry)
+
+
+def _dtype(entry, op_type, what):
+    """One type infer_type returned: a numeric NumPy dtype (np.float32, 'float64', ...)."""
+    try:
+        dtype = None if entry is None else np.dtype(entry)
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in "biufc":
+        raise _bad(op_type, "infer_type", (
+            f"the type returned for {what} is {entry!r}, which is not a numeric dtype. Fix: "
+            f"return NumPy types such as numpy.float32, or in_type[0] to keep the input's"
+        ), TypeError)
+    return dtype
 
 
 def _infer(call, args, aux):
     """Run infer_shape, infer_type and declare_backward_dependency; check them against the data."""
     prop, op_type = call.prop, call.op_type
     counts = (len(call.arg_names), len(call.out_names), len(call.aux_names))
-    names = ("input", "output", "aux")
     with user_code(op_type, "infer_shape"):
         ret = prop.infer_shape([list(t.shape) for t in args])
-    ishape, oshape, ashape = _split(ret, op_type, "infer_shape", counts, names)
+    ishape, oshape, ashape = _split(ret, op_type, "infer_shape", counts)
     given = [(f"argument {call.arg_names[i]!r}", t.shape, s) for i, (t, s) in
              enumerate(zip(args, ishape, strict=True))]
     given += [(f"aux state {call.aux_names[i]!r}", t.shape, s) for i, (t, s) in
               enumerate(zip(aux, ashape or [t.shape for t in aux], strict=True))]
     for what, have, said in given:
-        if tuple(int(n) for n in said) != tuple(have):
-            raise reported(ValueError(
-                f"{describe(op_type, 'infer_shape')}: returned shape {tuple(said)} for {what}, but "
-                f"that input has shape {tuple(have)}. Fix: return the input shapes unchanged"
+        said = _shape(said, op_type, what)
+        if said != tuple(have):
+            raise _bad(op_type, "infer_shape", (
+                f"returned shape {said} for {what}, but that input has shape {tuple(have)}. "
+                f"Fix: return the input shapes unchanged"
             ))
-    call.out_shapes = [tuple(int(n) for n in s) for s in oshape]
+    call.out_shapes = [_shape(s, op_type, f"output {call.out_names[j]!r}")
+                       for j, s in enumerate(oshape)]
     call.in_shapes = [list(t.shape) for t in args] + [list(t.shape) for t in aux]
     with user_code(op_type, "infer_type"):
         ret = prop.infer_type([t.dtype.type for t in args])
-    itype, otype, _ = _split(ret, op_type, "infer_type", counts, names)
+    itype, otype, _ = _split(ret, op_type, "infer_type", counts)
     for i, (t, said) in enumerate(zip(args, itype, strict=True)):
-        if np.dtype(said) != t.dtype:
-            raise reported(TypeError(
-                f"{describe(op_type, 'infer_type')}: returned dtype {np.dtype(said)} for argument "
-                f"{call.arg_names[i]!r}, but that input is {t.dtype}. Fix: convert the input "
-                f"with .astype(...) or return its dtype"
-            ))
-    call.out_types = [np.dtype(t) for t in otype]
+        said = _dtype(said, op_type, f"argument {call.arg_names[i]!r}")
+        if said != t.dtype:
+            raise _bad(op_type, "infer_type", (
+                f"returned dtype {said} for argument {call.arg_names[i]!r}, but that input is "
+                f"{t.dtype}. Fix: convert the input with .astype(...) or return its dtype"
+            ), TypeError)
+    call.out_types = [_dtype(t, op_type, f"output {call.out_names[j]!r}")
+                      for j, t in enumerate(otype)]
     call.in_types = [t.dtype.type for t in args] + [t.dtype.type for t in aux]
     n_in, n_out = counts[0], counts[1]
     call.ids = (list(range(n_out)), list(range(n_out, n_out + n_in)),
                 list(range(n_out + n_in, 2 * n_out + n_in)))
     with user_code(op_type, "declare_backward_dependency"):
-        call.deps = {int(i) for i in prop.declare_backward_dependency(*call.ids)}
+        deps = prop.declare_backward_dependency(*call.ids)
+    call.deps = _dependencies(deps, call)
+
+
+def _dependencies(deps, call):
+    """The ids declare_backward_dependency returned: a list drawn from the ids it was given."""
+    valid = {i for ids in call.ids for i in ids}
+    ids_text = (f"the ids are out_grad {call.ids[0]}, in_data {call.ids[1]}, out_data "
+                f"{call.ids[2]}")
+    if not isinstance(deps, (list, tuple)):
+        raise _bad(call.op_type, "declare_backward_dependency", (
+            f"must return a list of ids, got {deps!r}; {ids_text}. Fix: e.g. return "
+            f"out_grad + in_data"
+        ), TypeError)
+    unknown = [d for d in deps if isinstance(d, bool) or not isinstance(d, (int, np.integer))
+               or int(d) not in valid]
+    if unknown:
+        raise _bad(call.op_type, "declare_backward_dependency", (
+            f"returned {unknown!r}, which are not among the ids it was given; {ids_text}. Fix: "
+            f"build the list from the out_grad, in_data and out_data arguments"
+        ))
+    return {int(d) for d in deps}

@@ -11,11 +11,12 @@ from __future__ import annotations
 from kit import autograd as kit_autograd
 from kit import backend
 from kit.engine import AccumulateGrad
-from kit.mx.base import MODE, MXNetError, scope
+from kit.mx._autograd_function import Function
+from kit.mx.base import MODE, MXNetError, mxnet_errors, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
 
 __all__ = [
-    "backward", "grad", "is_recording", "is_training", "mark_variables", "pause",
+    "Function", "backward", "grad", "is_recording", "is_training", "mark_variables", "pause",
     "predict_mode", "record", "set_recording", "set_training", "train_mode",
 ]
 
@@ -153,7 +154,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
     """
     heads, outputs, grads = _heads(heads, head_grads, "backward")
     variables = [v for v in _graph_variables(outputs) if variable_slot(v) is not None]
-    with scope(training=train_mode):
+    with scope(training=train_mode), mxnet_errors():
         found = kit_autograd.grad(outputs, variables, grads, retain_graph=retain_graph,
                                   allow_unused=True) if variables else ()
     for v, g in zip(variables, found, strict=True):
@@ -194,7 +195,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     _graph_variables(outputs)
     retain_graph = create_graph if retain_graph is None else retain_graph
     recording = True if create_graph else MODE.recording
-    with scope(recording=recording, training=train_mode):
+    with scope(recording=recording, training=train_mode), mxnet_errors():
         found = kit_autograd.grad(outputs, [v._t for v in variables], grads,
                                   retain_graph=retain_graph, create_graph=create_graph,
                                   materialize_grads=True)

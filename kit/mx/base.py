@@ -2,11 +2,79 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from kit.grad_mode import STATE
 
 
 class MXNetError(RuntimeError):
     """Default error raised by kit.mx where MXNet raises its own MXNetError."""
+
+
+_MIXED = {}  # original exception type -> the type deriving from it and MXNetError
+
+
+def mxnet_error_type(cls):
+    """The exception type that is both `cls` and MXNetError (made once per type, then cached).
+
+    MXNet reports every failure of an operator as MXNetError; kit keeps the original type too,
+    so both `except MXNetError` (MXNet's own tests) and `except ValueError` work.
+
+    >>> err = mxnet_error_type(ValueError)("bad shape")
+    >>> isinstance(err, ValueError), isinstance(err, MXNetError)
+    (True, True)
+    """
+    if issubclass(cls, MXNetError):
+        return cls
+    mixed = _MIXED.get(cls)
+    if mixed is None:
+        # NOTE: RuntimeError (a base of MXNetError) gets a subclass of MXNetError alone, so the
+        # name a traceback shows stays RuntimeError.
+        bases = (MXNetError,) if cls in MXNetError.__mro__ else (cls, MXNetError)
+        try:
+            mixed = type(cls.__name__, bases, {
+                "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                "__doc__": f"{cls.__name__}, raised where MXNet raises MXNetError.",
+                "__reduce__": _reduce_mixed, "_kit_mx_original": cls,
+            })
+        except TypeError:  # a type whose layout cannot be combined: MXNetError alone
+            mixed = MXNetError
+        _MIXED[cls] = mixed
+    return mixed
+
+
+def _reduce_mixed(exc):
+    # NOTE: the mixed type is not importable by its name (builtins.ValueError is the original),
+    # so pickle (multiprocessing, test runners) rebuilds it from the original type instead.
+    return _remake, (type(exc)._kit_mx_original, exc.args, dict(exc.__dict__))
+
+
+def _remake(original, args, state):
+    """Unpickle an error made by mxnet_error_type(original)."""
+    cls = mxnet_error_type(original)
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
+
+
+def error(cls, message):
+    """A new error of type `cls` that is also an MXNetError (what kit.mx raises itself)."""
+    return mxnet_error_type(cls)(message)
+
+
+def as_mxnet_error(exc, args=None):
+    """A copy of `exc` (same attributes, traceback and chain) that is also an MXNetError.
+
+    `args` replaces the exception's args (a message naming the op and the phase).
+    """
+    cls = mxnet_error_type(type(exc))
+    new = cls.__new__(cls)  # NOTE: not cls(...): user types may want other constructor arguments
+    new.args = exc.args if args is None else args
+    new.__dict__.update(getattr(exc, "__dict__", {}))
+    new.__cause__, new.__context__ = exc.__cause__, exc.__context__
+    new.__suppress_context__ = exc.__suppress_context__
+    return new.with_traceback(exc.__traceback__)
 
 
 REPORTED = "_kit_mx_reported"  # set on errors that already name the op and the phase
@@ -19,6 +87,35 @@ def reported(exc):
     except AttributeError:
         pass
     return exc
+
+
+@contextlib.contextmanager
+def user_errors(where):
+    """Re-raise an error from the user's code as its own type that is also an MXNetError, its
+    message prefixed with `where` (the op and the phase), the user's line still in the traceback.
+    """
+    try:
+        yield
+    except Exception as exc:
+        failure = _from_user(exc, where)
+    else:
+        return
+    raise failure
+
+
+def _from_user(exc, where):
+    if getattr(exc, REPORTED, False):  # already names the op and the phase
+        failure = as_mxnet_error(exc)
+        failure.__suppress_context__ = True
+        return failure
+    message = f"{where}: {type(exc).__name__}: {exc}"
+    if len(exc.args) <= 1:
+        failure = as_mxnet_error(exc, (message,))
+    else:  # several constructor arguments: keep them, say where in a note
+        failure = as_mxnet_error(exc)
+        failure.add_note(message)
+    failure.__cause__ = exc  # the original, as the user raised it
+    return reported(failure)
 
 
 class _Mode:
@@ -34,8 +131,23 @@ class _Mode:
 MODE = _Mode()
 
 
+@contextlib.contextmanager
+def mxnet_errors():
+    """Errors raised in the block come out as MXNet's: the same exception, also an MXNetError."""
+    try:
+        yield
+    except MXNetError:
+        raise
+    except Exception as exc:
+        failure = as_mxnet_error(exc)
+    else:
+        return
+    raise failure  # outside the except block, so the original is not chained to itself
+
+
 def run(fn, *args, **kwargs):
-    """Call a kit op with kit's grad mode set to MXNet's recording flag.
+    """Call a kit op with kit's grad mode set to MXNet's recording flag; errors come back as
+    MXNet's (mxnet_errors).
 
     NOTE: kit records by default (as PyTorch); MXNet records only inside autograd.record(), so
     every kit.mx op runs with kit's flag forced to MXNet's.
@@ -43,7 +155,8 @@ def run(fn, *args, **kwargs):
     previous = STATE.enabled
     STATE.enabled = MODE.recording
     try:
-        return fn(*args, **kwargs)
+        with mxnet_errors():
+            return fn(*args, **kwargs)
     finally:
         STATE.enabled = previous
 

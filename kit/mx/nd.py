@@ -1,8 +1,15 @@
 """`mx.nd`: array creation and the common MXNet operators, on kit's primitives.
 
 Every function here is built from kit ops, so its gradient comes from kit's engine; none of them
-owns gradient code. MXNet's defaults are kept: float32 everywhere, `concat` along dim=1,
-`softmax_cross_entropy` summed over the batch, reductions to shape (1,), `flatten` keeping axis 0.
+owns gradient code (SoftmaxOutput, in nd_nn.py, is the one stated exception). MXNet's defaults are
+kept: float32 everywhere, `concat` along dim=1, `softmax_cross_entropy` summed over the batch,
+reductions to shape (1,), `flatten` keeping axis 0. The families live in their own modules
+(nd_creation, nd_index, nd_shape, nd_nn, nd_conv, nd_io, nd_linalg as mx.nd.linalg, random as
+mx.nd.random, sparse as mx.nd.sparse); this one holds the elementwise ops and reductions.
+
+>>> import kit.mx as mx
+>>> mx.nd.sum(mx.nd.ones((2, 3))).asnumpy()
+array([6.], dtype=float32)
 """
 
 from __future__ import annotations
@@ -11,127 +18,78 @@ import math
 
 import numpy as np
 
-import kit
 from kit import backend, ops
 from kit._tensor import Tensor
+from kit.mx import nd_linalg as linalg
+from kit.mx import random, sparse
 from kit.mx._custom import Custom
-from kit.mx.base import run
-from kit.mx.context import Context, current_context
+from kit.mx._ndutil import REAL, as_shape, named, tensor_of, write_out
+from kit.mx.base import error, run
+from kit.mx.nd_conv import Convolution, Pooling
+from kit.mx.nd_creation import (
+    arange,
+    array,
+    empty,
+    full,
+    ones,
+    ones_like,
+    random_normal,
+    random_uniform,
+    waitall,
+    zeros,
+    zeros_like,
+)
+from kit.mx.nd_index import pick, repeat, tile, topk, where
+from kit.mx.nd_io import load, save
+from kit.mx.nd_nn import (
+    Activation,
+    Dropout,
+    Embedding,
+    FullyConnected,
+    LeakyReLU,
+    SoftmaxOutput,
+    smooth_l1,
+)
+from kit.mx.nd_shape import (
+    BlockGrad,
+    add_n,
+    broadcast_like,
+    broadcast_to,
+    flip,
+    reverse,
+    slice,
+    slice_axis,
+    split,
+    squeeze,
+    stack,
+    stop_gradient,
+    swapaxes,
+    take,
+)
 from kit.mx.ndarray import NDArray, unwrap, wrap
 from kit.ops.reductions import normalize_axis
 
 __all__ = [
-    "Custom", "NDArray", "abs", "arange", "argmax", "array", "broadcast_add", "broadcast_div",
-    "broadcast_mul", "broadcast_sub", "clip", "concat", "cos", "dot", "elemwise_add",
-    "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten",
-    "full", "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "negative",
-    "one_hot", "ones", "ones_like", "power", "relu", "reshape", "sigmoid", "sin", "softmax",
-    "softmax_cross_entropy", "sqrt", "square", "sum", "tanh", "transpose", "waitall", "zeros",
-    "zeros_like",
+    "Activation", "BlockGrad", "Convolution", "Custom", "Dropout", "Embedding", "FullyConnected",
+    "LeakyReLU", "NDArray", "Pooling", "SoftmaxOutput", "abs", "add", "add_n", "arange", "argmax",
+    "array", "batch_dot", "broadcast_add", "broadcast_div", "broadcast_like", "broadcast_mul",
+    "broadcast_sub", "broadcast_to", "clip", "concat", "cos", "divide", "dot", "elemwise_add",
+    "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "expm1",
+    "flatten", "flip", "full", "linalg", "load", "log", "log10", "log1p", "log2", "log_softmax",
+    "max", "maximum", "mean", "min", "minimum", "multiply", "negative", "norm", "one_hot", "ones",
+    "ones_like", "pick", "power", "random", "random_normal", "random_uniform", "reciprocal", "relu",
+    "repeat", "reshape", "reverse", "rsqrt", "save", "sigmoid", "sign", "sin", "slice",
+    "slice_axis", "smooth_l1", "softmax", "softmax_cross_entropy", "sparse", "split", "sqrt",
+    "square", "squeeze", "stack", "stop_gradient", "subtract", "sum", "swapaxes", "take", "tanh",
+    "tile", "topk", "transpose", "true_divide", "waitall", "where", "zeros", "zeros_like",
 ]
-
-_REAL = np.dtype("float32")
-
-
-def _device(ctx):
-    if ctx is None:
-        return current_context().kit_device
-    if not isinstance(ctx, Context):
-        raise TypeError(f"ctx must be an mx.Context such as mx.cpu(), got {ctx!r}")
-    return ctx.kit_device
-
-
-def _nd(data, op):
-    if not isinstance(data, NDArray):
-        raise TypeError(f"mx.nd.{op}: expected an NDArray, got {type(data).__name__}")
-    return data._t
-
-
-def _named(op, name, doc):
-    """Give a generated function its MXNet name and a docstring."""
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc
-    return op
-
-
-def _shape(shape):
-    return (shape,) if isinstance(shape, int) else tuple(shape)
-
-
-def _out(result, out):
-    """MXNet's `out=` argument: write the result into an existing array."""
-    if out is None:
-        return result
-    out[:] = result
-    return out
-
-
-# --- creation -------------------------------------------------------------------------------
-def array(source_array, ctx=None, dtype=None):
-    """A new NDArray holding a copy of `source_array`; float32 unless `dtype` says otherwise.
-
-    >>> import kit.mx as mx
-    >>> mx.nd.array([1, 2, 3])
-    <BLANKLINE>
-    [1. 2. 3.]
-    <NDArray 3 @cpu(0)>
-    """
-    if isinstance(source_array, NDArray):
-        data = source_array._t._data
-        dtype = data.dtype if dtype is None else dtype
-    elif isinstance(source_array, Tensor):
-        data = source_array._data
-    elif backend.device_of(source_array) == "gpu":
-        data = source_array
-    else:
-        data = np.asarray(source_array, dtype=_REAL if dtype is None else dtype)
-    return NDArray(kit.tensor(data, dtype=np.dtype(dtype or _REAL), device=_device(ctx)))
-
-
-def _creator(fill):
-    def create(shape, ctx=None, dtype=None, **kwargs):
-        return NDArray(fill(_shape(shape), dtype=np.dtype(dtype or _REAL), device=_device(ctx)))
-
-    return create
-
-
-zeros = _creator(kit.zeros)
-ones = _creator(kit.ones)
-empty = zeros  # NOTE: MXNet leaves empty() uninitialised; kit gives zeros, never garbage
-
-
-def full(shape, val, ctx=None, dtype=None):
-    dtype = np.dtype(dtype or _REAL)
-    return NDArray(kit.full(_shape(shape), val, dtype=dtype, device=_device(ctx)))
-
-
-def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dtype=None):
-    """Evenly spaced values in [start, stop), each repeated `repeat` times; float32."""
-    values = np.arange(start, stop, step).astype(np.dtype(dtype or _REAL))
-    if repeat != 1:
-        values = np.repeat(values, int(repeat))
-    return NDArray(kit.tensor(values, device=_device(ctx)))
-
-
-def zeros_like(data):
-    return NDArray(kit.zeros_like(_nd(data, "zeros_like")))
-
-
-def ones_like(data):
-    return NDArray(kit.ones_like(_nd(data, "ones_like")))
-
-
-def waitall():
-    """Wait for all queued work (a sync on the GPU; nothing is asynchronous on the CPU)."""
-    backend.synchronize("gpu")
-
 
 # --- elementwise ----------------------------------------------------------------------------
 def _unary(name, fn):
     def op(data, out=None, name=None):
-        return _out(wrap(run(fn, _nd(data, op.__name__))), out)
+        return write_out(wrap(run(fn, tensor_of(data, op.__name__))), out)
 
-    return _named(op, name, f"Elementwise {name} (mx.nd.{name}).")
+    return named(op, name, f"Elementwise {name} (mx.nd.{name}).")
 
 
 exp = _unary("exp", ops.exp)
@@ -145,13 +103,20 @@ sin = _unary("sin", ops.sin)
 cos = _unary("cos", ops.cos)
 negative = _unary("negative", ops.neg)
 square = _unary("square", lambda t: t * t)
+sign = _unary("sign", ops.sign)  # NOTE: no gradient flows: it is 0 almost everywhere
+reciprocal = _unary("reciprocal", lambda t: 1 / t)
+rsqrt = _unary("rsqrt", lambda t: 1 / ops.sqrt(t))
+log1p = _unary("log1p", lambda t: ops.log(t + 1))  # NOTE: composite: no extra precision near 0
+expm1 = _unary("expm1", lambda t: ops.exp(t) - 1)
+log2 = _unary("log2", lambda t: ops.log(t) / math.log(2))
+log10 = _unary("log10", lambda t: ops.log(t) / math.log(10))
 
 
 def _binary(name, fn):
     def op(lhs, rhs, out=None, name=None):
-        return _out(wrap(run(fn, unwrap(lhs), unwrap(rhs))), out)
+        return write_out(wrap(run(fn, unwrap(lhs), unwrap(rhs))), out)
 
-    return _named(op, name, f"Elementwise {name} with broadcasting (mx.nd.{name}).")
+    return named(op, name, f"Elementwise {name} with broadcasting (mx.nd.{name}).")
 
 
 maximum = _binary("maximum", ops.maximum)
@@ -161,18 +126,23 @@ broadcast_add = _binary("broadcast_add", ops.add)
 broadcast_sub = _binary("broadcast_sub", ops.sub)
 broadcast_mul = _binary("broadcast_mul", ops.mul)
 broadcast_div = _binary("broadcast_div", ops.div)
+add = _binary("add", ops.add)
+subtract = _binary("subtract", ops.sub)
+multiply = _binary("multiply", ops.mul)
+divide = _binary("divide", ops.div)
+true_divide = divide
 
 
 def _same_shape(name, fn):
     def op(lhs, rhs, out=None, name=None):
-        if _nd(lhs, op.__name__).shape != _nd(rhs, op.__name__).shape:
-            raise ValueError(
+        if tensor_of(lhs, op.__name__).shape != tensor_of(rhs, op.__name__).shape:
+            raise error(ValueError, (
                 f"mx.nd.{op.__name__}: shapes {lhs.shape} and {rhs.shape} differ; elemwise ops "
                 f"do not broadcast. Fix: use mx.nd.broadcast_{op.__name__[9:]} or plain operators"
-            )
-        return _out(wrap(run(fn, lhs._t, rhs._t)), out)
+            ))
+        return write_out(wrap(run(fn, lhs._t, rhs._t)), out)
 
-    return _named(op, name,
+    return named(op, name,
                   f"Elementwise {name[9:]} of two arrays of the same shape (mx.nd.{name}).")
 
 
@@ -183,7 +153,7 @@ elemwise_div = _same_shape("elemwise_div", ops.div)
 
 
 def clip(data, a_min, a_max, out=None):
-    return _out(wrap(run(ops.clamp, _nd(data, "clip"), a_min, a_max)), out)
+    return write_out(wrap(run(ops.clamp, tensor_of(data, "clip"), a_min, a_max)), out)
 
 
 # --- reductions -----------------------------------------------------------------------------
@@ -196,11 +166,11 @@ def _axes(data, axis, exclude, op):
 
 def _reduction(name, fn):
     def op(data, axis=None, keepdims=False, exclude=False, out=None, name=None):
-        t = _nd(data, op.__name__)
+        t = tensor_of(data, op.__name__)
         axes = _axes(t, axis, exclude, op.__name__)
-        return _out(wrap(run(fn, t, axes, bool(keepdims))), out)
+        return write_out(wrap(run(fn, t, axes, bool(keepdims))), out)
 
-    return _named(op, name, (
+    return named(op, name, (
         f"{name} over `axis` (all axes by default; `exclude=True` reduces the other axes). "
         f"A full reduction has shape (1,), as in MXNet."
     ))
@@ -223,59 +193,77 @@ max = _reduction("max", _extreme(ops.max))  # noqa: A001
 min = _reduction("min", _extreme(ops.min))  # noqa: A001
 
 
+def norm(data, ord=2, axis=None, keepdims=False, out=None):  # noqa: A002 - MXNet's name
+    """The L2 norm (ord=2) or L1 norm (ord=1) over `axis` (all axes by default: shape (1,)).
+
+    NOTE: the L2 norm's gradient x / norm is undefined at an all-zero input (nan there).
+    """
+    t = tensor_of(data, "norm")
+    if ord not in (1, 2):
+        raise ValueError(f"mx.nd.norm: kit.mx supports ord=1 and ord=2, got ord={ord!r}")
+    axes = normalize_axis(axis, t.ndim, "mx.nd.norm")
+
+    def compute(t):
+        if ord == 1:
+            return ops.sum(ops.abs(t), axes, bool(keepdims))
+        return ops.sqrt(ops.sum(t * t, axes, bool(keepdims)))
+
+    return write_out(wrap(run(compute, t)), out)
+
+
 def argmax(data, axis=None, keepdims=False):
     """Index of the largest element along `axis`, as float32 (MXNet's dtype for indices)."""
-    t = _nd(data, "argmax")
+    t = tensor_of(data, "argmax")
     idx = t._data.argmax() if axis is None else t._data.argmax(axis=axis)
     if keepdims and axis is not None:
         idx = backend.get_array_module(idx).expand_dims(idx, axis)
-    return wrap(Tensor(idx.astype(t._data.dtype if t._data.dtype.kind == "f" else _REAL)))
+    return wrap(Tensor(idx.astype(t._data.dtype if t._data.dtype.kind == "f" else REAL)))
 
 
 # --- shape ----------------------------------------------------------------------------------
 def reshape(data, shape=None, reverse=False, out=None, **kwargs):
     """A new shape; MXNet's special values 0 (keep this dimension) and -1 (infer) work."""
-    t = _nd(data, "reshape")
+    t = tensor_of(data, "reshape")
     shape = kwargs.pop("newshape", shape)
     if kwargs or shape is None or reverse:
         raise TypeError("mx.nd.reshape(data, shape): kit.mx supports `shape` only (no reverse)")
-    shape = _shape(shape)
+    shape = as_shape(shape)
     if any(n < -1 for n in shape):
         raise ValueError(
             f"mx.nd.reshape: special values {sorted(n for n in shape if n < -1)} are not "
             f"supported by kit.mx; use 0 (keep a dimension) and -1 (infer one)"
         )
     shape = tuple(t.shape[i] if n == 0 else n for i, n in enumerate(shape))
-    return _out(wrap(run(ops.reshape, t, shape)), out)
+    return write_out(wrap(run(ops.reshape, t, shape)), out)
 
 
 def transpose(data, axes=None, out=None):
     """Permute the axes (reverse them by default)."""
-    t = _nd(data, "transpose")
+    t = tensor_of(data, "transpose")
     axes = tuple(reversed(range(t.ndim))) if axes is None or axes == () else tuple(axes)
-    return _out(wrap(run(ops.permute, t, axes)), out)
+    return write_out(wrap(run(ops.permute, t, axes)), out)
 
 
 def expand_dims(data, axis):
-    return wrap(run(ops.unsqueeze, _nd(data, "expand_dims"), axis))
+    return wrap(run(ops.unsqueeze, tensor_of(data, "expand_dims"), axis))
 
 
 def flatten(data):
     """Collapse all axes but the first: (N, a, b) -> (N, a*b), as MXNet's Flatten."""
-    t = _nd(data, "flatten")
+    t = tensor_of(data, "flatten")
     return wrap(run(ops.reshape, t, (t.shape[0], math.prod(t.shape[1:]))))
 
 
 def concat(*data, dim=1, out=None):
     """Join arrays along `dim` (MXNet's default is dim=1)."""
-    tensors = [_nd(d, "concat") for d in data]
-    return _out(wrap(run(ops.cat, tensors, dim)), out)
+    tensors = [tensor_of(d, "concat") for d in data]
+    return write_out(wrap(run(ops.cat, tensors, dim)), out)
 
 
 # --- linear algebra and losses --------------------------------------------------------------
 def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None):
     """MXNet's dot: contracts the last axis of `lhs` with the first axis of `rhs`."""
-    a, b = _nd(lhs, "dot"), _nd(rhs, "dot")
+    a, b = tensor_of(lhs, "dot"), tensor_of(rhs, "dot")
 
     def compute(a, b):
         if transpose_a:
@@ -288,7 +276,30 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None):
         flat = ops.matmul(ops.reshape(a, (-1, k)), ops.reshape(b, (b.shape[0], -1)))
         return ops.reshape(flat, a.shape[:-1] + b.shape[1:])
 
-    return _out(wrap(run(compute, a, b)), out)
+    return write_out(wrap(run(compute, a, b)), out)
+
+
+def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, out=None):
+    """Matrix products of matching batches: (B, n, k) x (B, k, m) -> (B, n, m)."""
+    a, b = tensor_of(lhs, "batch_dot"), tensor_of(rhs, "batch_dot")
+    if a.ndim < 3 or a.ndim != b.ndim:
+        raise error(ValueError, (
+            f"mx.nd.batch_dot: both operands must be batches of matrices with the same number of "
+            f"dimensions (at least 3), got shapes {a.shape} and {b.shape}"
+        ))
+
+    def compute(a, b):
+        a = ops.transpose(a, -2, -1) if transpose_a else a
+        b = ops.transpose(b, -2, -1) if transpose_b else b
+        if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+            raise error(ValueError, (
+                f"mx.nd.batch_dot: shapes {a.shape} and {b.shape} (after transpose_a="
+                f"{transpose_a}, transpose_b={transpose_b}) do not multiply: the batch axes must "
+                f"agree and the first's columns must equal the second's rows"
+            ))
+        return ops.matmul(a, b)
+
+    return write_out(wrap(run(compute, a, b)), out)
 
 
 def _softmax_family(name, fn):
@@ -296,9 +307,9 @@ def _softmax_family(name, fn):
         def compute(x):
             return fn(x if temperature is None else x / temperature, axis)
 
-        return _out(wrap(run(compute, _nd(data, op.__name__))), out)
+        return write_out(wrap(run(compute, tensor_of(data, op.__name__))), out)
 
-    return _named(op, name, f"{name} along `axis` of data / temperature (mx.nd.{name}).")
+    return named(op, name, f"{name} along `axis` of data / temperature (mx.nd.{name}).")
 
 
 softmax = _softmax_family("softmax", ops.softmax)
@@ -307,17 +318,17 @@ log_softmax = _softmax_family("log_softmax", ops.log_softmax)
 
 def softmax_cross_entropy(data, label, out=None):
     """Cross-entropy of softmax(data) against class labels, summed over the batch: shape (1,)."""
-    t = _nd(data, "softmax_cross_entropy")
-    classes = _nd(label, "softmax_cross_entropy")._data.astype(np.int64)
-    return _out(wrap(run(ops.cross_entropy, t, classes, "sum")), out)
+    t = tensor_of(data, "softmax_cross_entropy")
+    classes = tensor_of(label, "softmax_cross_entropy")._data.astype(np.int64)
+    return write_out(wrap(run(ops.cross_entropy, t, classes, "sum")), out)
 
 
 def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=None):
     """One-hot rows for integer-valued `indices` (not differentiable)."""
-    idx = _nd(indices, "one_hot")._data.astype(np.int64)
+    idx = tensor_of(indices, "one_hot")._data.astype(np.int64)
     xp = backend.get_array_module(idx)
     hot = xp.arange(int(depth)) == idx[..., None]
-    values = xp.where(hot, on_value, off_value).astype(np.dtype(dtype or _REAL))
+    values = xp.where(hot, on_value, off_value).astype(np.dtype(dtype or REAL))
     return NDArray(Tensor(values))
 
 
@@ -338,13 +349,18 @@ def _reshape_method(self, *shape, **kwargs):
 
 def _bind_methods():
     methods = {
+        "reciprocal": reciprocal, "rsqrt": rsqrt, "log1p": log1p, "expm1": expm1,
         "exp": exp, "log": log, "sqrt": sqrt, "abs": abs, "relu": relu, "sigmoid": sigmoid,
         "tanh": tanh, "sin": sin, "cos": cos, "square": square, "clip": clip, "sum": sum,
         "mean": mean, "max": max, "min": min, "argmax": argmax, "transpose": _transpose_method,
         "reshape": _reshape_method, "expand_dims": expand_dims, "flatten": flatten,
         "softmax": softmax,
         "log_softmax": log_softmax, "zeros_like": zeros_like, "ones_like": ones_like,
-        "one_hot": one_hot, "T": property(lambda self: transpose(self)),
+        "one_hot": one_hot, "T": property(lambda self: transpose(self)), "sign": sign,
+        "norm": norm, "tile": tile, "repeat": repeat, "pick": pick, "topk": topk,
+        "squeeze": squeeze, "swapaxes": swapaxes, "flip": flip, "split": split,
+        "slice_axis": slice_axis, "take": take, "broadcast_to": broadcast_to,
+        "broadcast_like": broadcast_like,
     }
     for name, fn in methods.items():
         setattr(NDArray, name, fn)

@@ -14,7 +14,7 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.mx.base import reported, run
+from kit.mx.base import error, reported, run
 from kit.mx.context import context_of
 
 GRAD_REQS = ("write", "add", "null")
@@ -166,6 +166,17 @@ class NDArray:
         shape = "x".join(str(n) for n in self.shape)
         return f"\n{self.asnumpy()}\n<{type(self).__name__} {shape} @{self.context}>"
 
+    def tostype(self, stype):
+        """A copy in storage type `stype`: 'default' (dense), the only one kit.mx has."""
+        if stype != "default":
+            from kit.mx._out_of_scope import SPARSE
+
+            raise NotImplementedError(
+                f"NDArray.tostype({stype!r}): sparse storage is out of scope in kit.mx. Instead: "
+                f"{SPARSE}"
+            )
+        return self.copy()
+
     def wait_to_read(self):
         """Wait until the data is computed (a no-op on the CPU, a sync on the GPU)."""
         backend.synchronize(backend.device_of(self._t._data))
@@ -277,9 +288,9 @@ class NDArray:
         if not isinstance(other, NDArray):
             raise TypeError(f"copyto: expected an NDArray or a Context, got {type(other).__name__}")
         if other.shape != self.shape:
-            raise ValueError(
+            raise error(ValueError, (
                 f"copyto: shape mismatch, source {self.shape} and destination {other.shape}"
-            )
+            ))
         other[:] = self
         return other
 
