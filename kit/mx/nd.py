@@ -18,16 +18,14 @@ from kit.mx._custom import Custom
 from kit.mx.base import run
 from kit.mx.context import Context, current_context
 from kit.mx.ndarray import NDArray, unwrap, wrap
+from kit.ops._registry import published
 from kit.ops.reductions import normalize_axis
 
 __all__ = [
-    "Custom", "NDArray", "abs", "arange", "argmax", "array", "broadcast_add", "broadcast_div",
-    "broadcast_mul", "broadcast_sub", "clip", "concat", "cos", "dot", "elemwise_add",
-    "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "flatten",
-    "full", "log", "log_softmax", "max", "maximum", "mean", "min", "minimum", "negative",
-    "one_hot", "ones", "ones_like", "power", "relu", "reshape", "sigmoid", "sin", "softmax",
-    "softmax_cross_entropy", "sqrt", "square", "sum", "tanh", "transpose", "waitall", "zeros",
-    "zeros_like",
+    "Custom", "NDArray", "arange", "argmax", "array", "clip", "concat", "dot", "empty",
+    "expand_dims", "flatten", "full", "log_softmax", "max", "mean", "min", "one_hot", "ones",
+    "ones_like", "reshape", "softmax", "softmax_cross_entropy", "square", "sum",
+    "transpose", "waitall", "zeros", "zeros_like",
 ]
 
 _REAL = np.dtype("float32")
@@ -134,16 +132,6 @@ def _unary(name, fn):
     return _named(op, name, f"Elementwise {name} (mx.nd.{name}).")
 
 
-exp = _unary("exp", ops.exp)
-log = _unary("log", ops.log)
-sqrt = _unary("sqrt", ops.sqrt)
-abs = _unary("abs", ops.abs)  # noqa: A001 - MXNet's name
-relu = _unary("relu", ops.relu)
-sigmoid = _unary("sigmoid", ops.sigmoid)
-tanh = _unary("tanh", ops.tanh)
-sin = _unary("sin", ops.sin)
-cos = _unary("cos", ops.cos)
-negative = _unary("negative", ops.neg)
 square = _unary("square", lambda t: t * t)
 
 
@@ -153,14 +141,6 @@ def _binary(name, fn):
 
     return _named(op, name, f"Elementwise {name} with broadcasting (mx.nd.{name}).")
 
-
-maximum = _binary("maximum", ops.maximum)
-minimum = _binary("minimum", ops.minimum)
-power = _binary("power", ops.pow)
-broadcast_add = _binary("broadcast_add", ops.add)
-broadcast_sub = _binary("broadcast_sub", ops.sub)
-broadcast_mul = _binary("broadcast_mul", ops.mul)
-broadcast_div = _binary("broadcast_div", ops.div)
 
 
 def _same_shape(name, fn):
@@ -176,10 +156,27 @@ def _same_shape(name, fn):
                   f"Elementwise {name[9:]} of two arrays of the same shape (mx.nd.{name}).")
 
 
-elemwise_add = _same_shape("elemwise_add", ops.add)
-elemwise_sub = _same_shape("elemwise_sub", ops.sub)
-elemwise_mul = _same_shape("elemwise_mul", ops.mul)
-elemwise_div = _same_shape("elemwise_div", ops.div)
+def _takes_one_array(fn):
+    return fn.__code__.co_argcount - len(fn.__defaults__ or ()) == 1
+
+
+def _from_registry():
+    """kit's ops under the names their declarations publish in mx.nd (kit/ops/_registry.py):
+    `elemwise_*` refuse to broadcast, the rest take one array or two."""
+    made = {}
+    for name, op in published("mx"):
+        if name.startswith("elemwise_"):
+            made[name] = _same_shape(name, op.fn)
+        elif _takes_one_array(op.fn):
+            made[name] = _unary(name, op.fn)
+        else:
+            made[name] = _binary(name, op.fn)
+    return made
+
+
+_FROM_REGISTRY = _from_registry()
+globals().update(_FROM_REGISTRY)
+__all__ += sorted(_FROM_REGISTRY)
 
 
 def clip(data, a_min, a_max, out=None):
@@ -337,15 +334,17 @@ def _reshape_method(self, *shape, **kwargs):
 
 
 def _bind_methods():
-    methods = {
-        "exp": exp, "log": log, "sqrt": sqrt, "abs": abs, "relu": relu, "sigmoid": sigmoid,
-        "tanh": tanh, "sin": sin, "cos": cos, "square": square, "clip": clip, "sum": sum,
+    # A one-array mx.nd function spelt as its kit op's Tensor method is an NDArray method too.
+    methods = {name: _FROM_REGISTRY[name] for name, op in published("mx")
+               if name in op.methods and _takes_one_array(op.fn)}
+    methods.update({
+        "square": square, "clip": clip, "sum": sum,
         "mean": mean, "max": max, "min": min, "argmax": argmax, "transpose": _transpose_method,
         "reshape": _reshape_method, "expand_dims": expand_dims, "flatten": flatten,
         "softmax": softmax,
         "log_softmax": log_softmax, "zeros_like": zeros_like, "ones_like": ones_like,
         "one_hot": one_hot, "T": property(lambda self: transpose(self)),
-    }
+    })
     for name, fn in methods.items():
         setattr(NDArray, name, fn)
 
