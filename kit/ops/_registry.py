@@ -17,16 +17,19 @@ A declaration says everything about an op (PyTorch's OpInfo, HIPS autograd's def
   when nothing records (`operator.iadd`);
 - `torch`, `mx`: the names kit.torch and kit.mx.nd publish it under (a name, a tuple, or None).
 
-`primitive` wraps the forward in a function with the same signature that first tests
-`VMAP.depth` (one attribute read while no vmap runs) and otherwise calls the forward: the one
-place where a primitive meets vmap. `composite` only registers. Generated from `OPS`, once at
-import: kit.ops's namespace (kit/ops/__init__.py), the Tensor methods (kit/_tensor_methods.py),
-kit.torch's and kit.mx.nd's names, the vmap rule table (kit/func/_rules.py) and the generic tests
-(tests/test_op_registry.py, sample inputs in tests/op_samples.py).
+`primitive` gives the forward the one line where a primitive meets vmap, a first statement
+`if VMAP.depth: return VMAP.dispatch(name, fn, *args)` (one attribute read while no vmap
+runs); `composite` only registers. Generated from `OPS`, once at import: kit.ops's namespace
+(kit/ops/__init__.py), the Tensor methods (kit/_tensor_methods.py), kit.torch's and kit.mx.nd's
+names, the vmap rule table (kit/func/_rules.py) and the generic tests (tests/test_op_registry.py,
+with the sample inputs in tests/op_samples.py).
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from dataclasses import dataclass
 
 from kit.ops._vmap import VMAP
@@ -58,45 +61,88 @@ def _names(value):
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-def _register(name, fn, kind, **fields):
+def _check_new(name):
     if name in OPS:
         raise ValueError(f"kit.ops: the op {name!r} is declared twice")
+
+
+def _register(name, fn, kind, **fields):
+    _check_new(name)
     for key in ("torch", "mx", "methods", "inplace"):
         fields[key] = _names(fields.get(key))
     OPS[name] = Op(name, fn, kind, **fields)
     return fn
 
 
-_WRAPPER = """\
-def {py}({params}):
-    if VMAP.depth:
-        return VMAP.dispatch({name!r}, {py}, {args})
-    return forward({args})
-"""
+_HOOK = "if VMAP.depth:\n    return VMAP.dispatch({name!r}, {py}, {args})\n"
 
 
 def _with_vmap_hook(name, forward):
-    """`forward` behind the vmap test, as a function with forward's own signature and defaults
-    (generated source, so that a call costs one test and one call, no *args packing)."""
+    """`forward` with the vmap test as its first statement:
+    `if VMAP.depth: return VMAP.dispatch(name, fn, *args)`.
+
+    NOTE: a wrapper that calls forward would add a Python call to every op (about 5% of a tiny
+    one), so forward's own source is recompiled with the test put in front: a call costs one
+    attribute test, as the hand-written line did. The source, file and line numbers stay
+    forward's own, so tracebacks and debuggers show the family file. Without source (a function
+    made by exec), the plain wrapper does the same, one call slower.
+    """
     code = forward.__code__
-    if code.co_kwonlyargcount or code.co_flags & 0x08:  # CO_VARKEYWORDS
+    if code.co_kwonlyargcount or code.co_flags & inspect.CO_VARKEYWORDS:
         raise TypeError(f"kit.ops: primitive {name!r} may not take keyword-only arguments")
     args = list(code.co_varnames[: code.co_argcount])
-    if code.co_flags & 0x04:  # CO_VARARGS: reshape(x, *shape)
+    if code.co_flags & inspect.CO_VARARGS:  # reshape(x, *shape)
         args.append("*" + code.co_varnames[code.co_argcount])
-    py = forward.__name__
-    namespace = {"VMAP": VMAP, "forward": forward}
-    exec(_WRAPPER.format(py=py, name=name, params=", ".join(args), args=", ".join(args)),
-         namespace)
-    fn = namespace[py]
+    hook = _HOOK.format(name=name, py=forward.__name__, args=", ".join(args))
+    try:
+        lines, first = inspect.getsourcelines(forward)
+    except (OSError, TypeError):
+        fn = _call_through(forward, hook, args)
+    else:
+        fn = _recompiled(forward, hook, "".join(lines), first)
     fn.__defaults__ = forward.__defaults__
-    fn.__doc__, fn.__module__, fn.__qualname__ = forward.__doc__, forward.__module__, py
+    fn.__name__, fn.__qualname__, fn.__doc__ = forward.__name__, forward.__name__, forward.__doc__
     fn.__wrapped__ = forward
     return fn
 
 
+def _recompiled(forward, hook, source, first):
+    indent = len(source) - len(source.lstrip())
+    fdef = ast.parse(textwrap.dedent(source)).body[0]
+    fdef.decorator_list = []
+    ast.increment_lineno(fdef, first - 1)
+    for node in ast.walk(fdef):
+        if hasattr(node, "col_offset"):
+            node.col_offset += indent
+            node.end_col_offset += indent
+    test = ast.parse(hook).body
+    for node in test:
+        ast.copy_location(node, fdef)
+    start = 1 if ast.get_docstring(fdef) is not None else 0
+    fdef.body[start:start] = test
+    # forward's free variables (a factory's op name, compute and rule) become the parameters of
+    # a maker that returns the new function, so its closure holds the same values.
+    free = forward.__code__.co_freevars
+    maker = ast.parse(f"def _make(VMAP, {', '.join(free)}): pass").body[0]
+    maker.body = [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))]
+    module = ast.fix_missing_locations(ast.Module([maker], type_ignores=[]))
+    namespace = {}
+    exec(compile(module, forward.__code__.co_filename, "exec"), forward.__globals__, namespace)
+    cells = [cell.cell_contents for cell in forward.__closure__ or ()]
+    return namespace["_make"](VMAP, *cells)
+
+
+def _call_through(forward, hook, args):
+    source = f"def {forward.__name__}({', '.join(args)}):\n" + textwrap.indent(hook, "    ")
+    source += f"    return forward({', '.join(args)})\n"
+    namespace = {"VMAP": VMAP, "forward": forward, "__name__": forward.__module__}
+    exec(source, namespace)
+    return namespace[forward.__name__]
+
+
 def declare(name, forward, **fields):
     """Declare the primitive `name` computed by `forward`; returns the public function."""
+    _check_new(name)
     return _register(name, _with_vmap_hook(name, forward), "primitive", **fields)
 
 
