@@ -195,11 +195,12 @@ def test_broadcast_grid(name, shape_a, shape_b):
 
 @pytest.mark.parametrize(("name", "i"), CASES)
 def test_vmap_matches_a_python_loop(name, i):
-    """Each float or bool input gets a batch of 3 (different data per sample); the rest (numbers,
-    indices) is shared."""
+    """Each float input gets a batch of 3 (different data per sample), and so do bool inputs of
+    ops that take no float one (logical_and); the rest (numbers, indices, masks) is shared."""
     sample = SAMPLES[name][i]
     fn = _caller(name, sample)
-    batched = [isinstance(a, np.ndarray) and a.dtype.kind in "fb" for a in sample.args]
+    kinds = "f" if any(getattr(a, "dtype", None) == np.float64 for a in sample.args) else "b"
+    batched = [isinstance(a, np.ndarray) and a.dtype.kind in kinds for a in sample.args]
     stacks = [np.stack([_vary(a, k) for k in range(3)]) if b else a
               for a, b in zip(sample.args, batched, strict=True)]
     values = [kit.tensor(a) if isinstance(a, np.ndarray) else a for a in stacks]

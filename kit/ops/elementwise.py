@@ -170,6 +170,10 @@ exp = _unary("exp", lambda xp, x: xp.exp(x), lambda node, g, y: (g * y,), "y",
              torch="exp", mx="exp")
 log = _unary("log", lambda xp, x: xp.log(x), lambda node, g, x: (g / x,), "x",
              torch="log", mx="log")
+log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda node, g, x: (g / (1 + x),), "x",
+               torch="log1p", mx="log1p")
+expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda node, g, y: (g * (y + 1),), "y",
+               torch="expm1", mx="expm1")
 sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda node, g, y: (g / (2 * y),), "y",
               torch="sqrt", mx="sqrt")
 tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda node, g, y: (g * (1 - y * y),), "y",
