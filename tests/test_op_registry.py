@@ -8,12 +8,18 @@ grid of broadcast shapes. The registry checks below replace reading each primiti
 
 from __future__ import annotations
 
+import pathlib
+import re
+
 import fake_cupy
 import numpy as np
 import pytest
 from gpu_marks import GPU_PARAM
 from helpers import check_op, compare_torch, host
-from op_samples import BROADCAST_DOMAINS, BROADCAST_SHAPES, PYTORCH, SAMPLES, uniform
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import mutually_broadcastable_shapes
+from op_samples import BROADCAST_DOMAINS, BROADCAST_SHAPES, PYTORCH, SAMPLES
 
 import kit
 import kit.mx as mx
@@ -47,6 +53,20 @@ def _caller(name, sample):
     if sample.call is None:
         return fn
     return lambda *inputs: sample.call(fn, *inputs)
+
+
+def _reference(name, sample):
+    """The PyTorch function to compare `sample` with (skips without PyTorch, or without one)."""
+    torch = pytest.importorskip("torch")
+    if sample.torch is None:
+        pytest.skip(f"kit.{name} has no PyTorch function to compare with")
+    if sample.torch is not PYTORCH:
+        return lambda *inputs: sample.torch(torch, *inputs)
+    op = OPS[name]
+    reference = getattr(torch, op.torch[0] if op.torch else name)
+    if sample.call is None:
+        return reference
+    return lambda *inputs: sample.call(reference, *inputs)
 
 
 def _outputs(out):
@@ -142,6 +162,13 @@ def test_a_declaration_cannot_repeat_a_name_or_take_keyword_only_arguments():
     assert "bad_op" not in OPS
 
 
+def test_the_readme_worked_example_is_the_real_declaration():
+    root = pathlib.Path(__file__).parents[1]
+    declaration, sample = re.findall(r"```py\n(.*?)```", (root / "README.md").read_text(), re.S)
+    assert declaration in (root / "kit/ops/elementwise.py").read_text()
+    assert sample.strip() in (root / "tests/op_samples.py").read_text()
+
+
 def test_a_primitive_without_source_gets_the_plain_wrapper(monkeypatch):
     namespace = {}
     exec("def double(x, k=2):\n    return x * k\n", namespace)
@@ -166,31 +193,55 @@ def test_gradcheck(name, i):
 
 @pytest.mark.parametrize(("name", "i"), CASES)
 def test_matches_torch(name, i):
-    torch = pytest.importorskip("torch")
     sample = SAMPLES[name][i]
-    if sample.torch is None:
-        pytest.skip(f"kit.{name} has no PyTorch function to compare with")
-    op = OPS[name]
-    if sample.torch is PYTORCH:
-        reference = getattr(torch, op.torch[0] if op.torch else name)
-        torch_fn = reference if sample.call is None else (
-            lambda *inputs: sample.call(reference, *inputs))
-    else:
-        torch_fn = lambda *inputs: sample.torch(torch, *inputs)  # noqa: E731
-    compare_torch(_caller(name, sample), torch_fn, *sample.args)
+    compare_torch(_caller(name, sample), _reference(name, sample), *sample.args)
+
+
+def _broadcast_operands(name, shape_a, shape_b, rng):
+    domains = BROADCAST_DOMAINS.get(name, (None, None))
+    return [rng.uniform(-2, 2, size=shape) if f is None else f(rng.uniform(-2, 2, size=shape))
+            for f, shape in zip(domains, (shape_a, shape_b), strict=True)]
 
 
 @pytest.mark.parametrize("name", BINARY)
 @pytest.mark.parametrize(("shape_a", "shape_b"), BROADCAST_SHAPES)
-def test_broadcast_grid(name, shape_a, shape_b):
-    domains = BROADCAST_DOMAINS.get(name, (None, None))
-    a, b = (uniform(*shape) if f is None else f(uniform(*shape))
-            for f, shape in zip(domains, (shape_a, shape_b), strict=True))
+def test_broadcast_grid(name, shape_a, shape_b, xp_device):
+    a, b = _broadcast_operands(name, shape_a, shape_b, np.random.default_rng(1))
+    op = OPS[name]
+    if op.grad is not None:
+        check_op(op.fn, a, b, device=xp_device, order=2)
+    torch = pytest.importorskip("torch")
+    reference = getattr(torch, op.torch[0] if op.torch else name)
+    compare_torch(op.fn, reference, a, b, device=xp_device)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shapes=mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3),
+       name=st.sampled_from(BINARY), seed=st.integers(0, 2**16))
+def test_broadcast_hypothesis(shapes, name, seed, xp_device):
+    a, b = _broadcast_operands(name, *shapes.input_shapes, np.random.default_rng(seed))
+    op = OPS[name]
+    if op.grad is not None:
+        check_op(op.fn, a, b, device=xp_device)
+    out = op.fn(kit.tensor(a, device=xp_device), kit.tensor(b, device=xp_device))
+    assert out.shape == shapes.result_shape
+
+
+UNARY = [name for name, op in OPS.items() if op.batch == "elementwise" and op.public
+         and SAMPLES[name][0].args[0].dtype.kind == "f"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("shape", [(), (5,)])
+def test_elementwise_on_0d_and_1d(name, shape, xp_device):
+    """The first sample's values (in the op's domain) as a 0-d and a 1-d tensor."""
+    sample = SAMPLES[name][0]
+    x = sample.args[0].flat[: int(np.prod(shape))].reshape(shape)
     fn = OPS[name].fn
     if OPS[name].grad is not None:
-        check_op(fn, a, b, order=1)
-    torch = pytest.importorskip("torch")
-    compare_torch(fn, getattr(torch, OPS[name].torch[0] if OPS[name].torch else name), a, b)
+        check_op(fn, x, device=xp_device, order=2)
+    compare_torch(fn, _reference(name, sample), x, device=xp_device)
 
 
 @pytest.mark.parametrize(("name", "i"), CASES)
