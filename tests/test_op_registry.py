@@ -120,7 +120,7 @@ def test_composites_have_no_gradient_code_and_no_batching_rule():
             assert op.grad is None and op.batch is None and name not in RULES, name
 
 
-def test_declared_gradient_rule_is_the_one_recorded():
+def test_declared_gradient_rule_and_saved_values_are_the_ones_recorded():
     for name, op in OPS.items():
         if op.grad is None:
             continue
@@ -130,6 +130,11 @@ def test_declared_gradient_rule_is_the_one_recorded():
         if any(out is t for t in inputs):
             continue  # nothing to do for this input (to the device it is on): no node
         assert out.grad_fn is not None and out.grad_fn.rule is op.grad, name
+        saved = out.grad_fn.saved_values()
+        declared = op.saves.split(", ") if op.saves else []
+        assert len(saved) == len(declared), (name, op.saves)
+        if "output" in declared:
+            assert saved[declared.index("output")] is out._data, name
 
 
 def test_declared_names_are_generated_everywhere():
