@@ -114,6 +114,18 @@ def test_every_primitive_dispatches_to_its_batching_rule(monkeypatch):
     assert {op for op, _ in calls} == {n for n, op in OPS.items() if op.kind == "primitive"}
 
 
+def test_a_primitive_is_one_function_with_the_vmap_test_in_front():
+    """No wrapper around the forward (a call per op): the forward itself, recompiled from its
+    own source and lines, with the test as its first statement."""
+    for name, op in OPS.items():
+        if op.kind == "primitive":
+            code, forward = op.fn.__code__, op.fn.__wrapped__.__code__
+            assert "forward" not in code.co_freevars + code.co_names, name
+            assert (code.co_filename, code.co_firstlineno) == \
+                (forward.co_filename, forward.co_firstlineno), name
+            assert set(forward.co_names) <= set(code.co_names), name
+
+
 def test_composites_have_no_gradient_code_and_no_batching_rule():
     for name, op in OPS.items():
         if op.kind == "composite":

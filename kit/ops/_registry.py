@@ -109,8 +109,10 @@ def _with_vmap_hook(name, forward):
 def _recompiled(forward, hook, source, first):
     indent = len(source) - len(source.lstrip())
     fdef = ast.parse(textwrap.dedent(source)).body[0]
-    fdef.decorator_list = []
     ast.increment_lineno(fdef, first - 1)
+    if fdef.decorator_list:  # not run again; the function still starts where forward does
+        fdef.lineno = fdef.decorator_list[0].lineno
+        fdef.decorator_list = []
     for node in ast.walk(fdef):
         if hasattr(node, "col_offset"):
             node.col_offset += indent
