@@ -1,6 +1,6 @@
 """Batching rules: elementwise, reductions, matmul, sorting, cross_entropy.
 
-Each rule is registered under a name with `@batching(name)`; an op's declaration (kit/ops/*.py)
+Each rule is registered under a name with `@batch_rule(name)`; an op's declaration (kit/ops/*.py)
 names its rule (`batch="broadcasting"`), and the vmap rule table is filled from the registry at
 the end of this module. A declaration naming a rule that does not exist fails at import.
 
@@ -33,7 +33,7 @@ from kit.ops.sorting import SortResult
 BATCHING = {}  # rule name (what a declaration's batch= says) -> rule(fn, *args, **kwargs)
 
 
-def batching(name):
+def batch_rule(name):
     """Register a batching rule under `name`."""
 
     def register(fn):
@@ -88,13 +88,13 @@ def batch_shape(x):
 
 
 # --- elementwise ----------------------------------------------------------------------------
-@batching("broadcasting")
+@batch_rule("broadcasting")
 def _broadcasting(fn, *args):
     levels, values = align(*args)
     return make(fn(*values), levels)
 
 
-@batching("elementwise")
+@batch_rule("elementwise")
 def _unary(fn, x, *params):
     return BatchedTensor(fn(x.value, *params), x.levels)
 
@@ -105,7 +105,7 @@ def _axes(x, axis, op):
     return tuple(a + k for a in normalize_axis(axis, x.ndim, op))
 
 
-@batching("reduce")
+@batch_rule("reduce")
 def _reduce(fn, x, axis=None, keepdims=False):
     return BatchedTensor(fn(x.value, _axes(x, axis, fn.__name__), keepdims), x.levels)
 
@@ -115,7 +115,7 @@ def _flat(x):
     return movement.reshape(x.value, batch_shape(x) + (-1,))
 
 
-@batching("extreme")
+@batch_rule("extreme")
 def _extreme(fn, x, axis=None, keepdims=False):
     k = len(x.levels)
     if axis is None:
@@ -129,7 +129,7 @@ def _extreme(fn, x, axis=None, keepdims=False):
     return MaxMin(BatchedTensor(values, x.levels), BatchedTensor(indices, x.levels))
 
 
-@batching("arg_extreme")
+@batch_rule("arg_extreme")
 def _arg_extreme(fn, x, axis=None, keepdims=False):
     if axis is None:
         return BatchedTensor(fn(_flat(x), len(x.levels)), x.levels)
@@ -143,7 +143,7 @@ def _sort_axis(x, axis):
     return normalize_axis(axis, x.ndim, "sort")[0] + len(x.levels)
 
 
-@batching("sort")
+@batch_rule("sort")
 def _sort(fn, x, axis=-1, descending=False):
     physical_axis = _sort_axis(x, axis)
     if physical_axis is None:  # a 0-d sample is already sorted
@@ -153,7 +153,7 @@ def _sort(fn, x, axis=-1, descending=False):
     return SortResult(BatchedTensor(values, x.levels), BatchedTensor(indices, x.levels))
 
 
-@batching("argsort")
+@batch_rule("argsort")
 def _argsort(fn, x, axis=-1, descending=False):
     physical_axis = _sort_axis(x, axis)
     if physical_axis is None:
@@ -161,7 +161,7 @@ def _argsort(fn, x, axis=-1, descending=False):
     return BatchedTensor(fn(x.value, physical_axis, descending), x.levels)
 
 
-@batching("index_add")
+@batch_rule("index_add")
 def _index_add(fn, x, dim, index, source, alpha=1):
     if type(index) is BatchedTensor:
         raise NotImplementedError(
@@ -178,7 +178,7 @@ def _index_add(fn, x, dim, index, source, alpha=1):
 
 
 # --- linear algebra -------------------------------------------------------------------------
-@batching("matmul")
+@batch_rule("matmul")
 def _matmul(fn, a, b):
     a_nd, b_nd = _logical_ndim(a), _logical_ndim(b)
     if a_nd == 0 or b_nd == 0:
@@ -217,7 +217,7 @@ def _unsqueeze(t, dim):
 
 
 # --- losses that inspect their targets ------------------------------------------------------
-@batching("cross_entropy")
+@batch_rule("cross_entropy")
 def _cross_entropy(fn, logits, target, reduction="mean"):
     if logits.ndim != 2:
         raise ValueError(

@@ -9,7 +9,7 @@ A declaration says everything about an op (PyTorch's OpInfo, HIPS autograd's def
 - `grad`: the gradient rule, `rule(node, g, *saved)` (see _record.py); None for an op with no
   gradient (comparisons, argmax) or a composite (its primitives own the gradient);
 - `saves`: what the forward keeps for backward ("x", "output", "a, b", "" for nothing);
-- `batch`: the name of its vmap batching rule in kit/func/_rules*.py (`@batching("name")`); a
+- `batch`: the name of its vmap batching rule in kit/func/_rules*.py (`@batch_rule("name")`); a
   composite has none, it batches through its primitives;
 - `methods`: Tensor method names; an item `(name, spelling)` adapts the function (`reflected`
   for `__radd__`, `dims` for PyTorch's `dim=`/`keepdim=`, ...);
