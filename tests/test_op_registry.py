@@ -164,6 +164,21 @@ def test_declared_names_are_generated_everywhere():
             assert RULES[op.name] is not None
 
 
+@pytest.mark.parametrize(("name", "i"), CASES)
+def test_each_declared_method_is_the_op(name, i):
+    """`x.exp()`, `x + y`, `x.view(2, 6)`: the methods a declaration names give the op's result."""
+    sample = SAMPLES[name][i]
+    inputs = _inputs(sample)
+    methods = [m for m in OPS[name].methods if isinstance(m, str)]
+    if sample.call is not None or not inputs or not isinstance(inputs[0], kit.Tensor):
+        pytest.skip("the sample is not called as fn(tensor, ...)")
+    expected = [host(o) for o in _outputs(OPS[name].fn(*inputs))]
+    for method in methods:
+        got = _outputs(getattr(inputs[0], method)(*inputs[1:]))
+        for g, e in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(host(g), e, err_msg=method)
+
+
 def test_a_declaration_cannot_repeat_a_name_or_take_keyword_only_arguments():
     def add(a, b):
         return a
