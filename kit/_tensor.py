@@ -60,6 +60,8 @@ class RemovableHandle:
         self._hooks.pop(self.id, None)
 
 
+# The operators and op methods (x + y, x.sum(dim=1), x.add_(y)) are set on Tensor by
+# kit/_tensor_methods.py, which generates them from the op registry (kit/ops/_registry.py).
 class Tensor:
     """An n-dimensional array that records the operations made on it for backward."""
 

@@ -4,9 +4,7 @@ PyTorch as the reference, scalar operands, ties and kinks, comparisons."""
 import numpy as np
 import pytest
 from helpers import away_from, check_op, compare_torch, host, leaf, rand
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import mutually_broadcastable_shapes
+from hypothesis import HealthCheck, settings
 
 import kit
 
@@ -22,20 +20,6 @@ def nonzero(a):
     return away_from(a, [0.0], gap=0.3)
 
 
-# name -> domain of the input (None: any real number)
-UNARY = {
-    "neg": None, "exp": None, "log": positive, "sqrt": positive, "abs": nonzero, "tanh": None,
-    "sigmoid": None, "sin": None, "cos": None,
-}
-# name -> domains of (a, b)
-BINARY = {
-    "add": (None, None), "sub": (None, None), "mul": (None, None), "div": (None, nonzero),
-    "pow": (positive, None), "maximum": (None, None), "minimum": (None, None),
-}
-SHAPES = [((), ()), ((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3)),
-          ((4, 1, 3), (2, 1)), ((1,), (2, 2))]
-
-
 def domain(fn, a):
     return a if fn is None else fn(a)
 
@@ -45,19 +29,7 @@ def torch_fn(name):
     return getattr(torch, name)
 
 
-# --- unary ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", sorted(UNARY))
-@pytest.mark.parametrize("shape", [(), (5,), (2, 3)])
-def test_unary_gradcheck(name, shape, xp_device):
-    check_op(getattr(kit, name), domain(UNARY[name], rand(*shape)), device=xp_device, order=2)
-
-
-@pytest.mark.parametrize("name", sorted(UNARY))
-def test_unary_matches_torch(name, xp_device):
-    compare_torch(getattr(kit, name), torch_fn(name), domain(UNARY[name], rand(3, 4)),
-                  device=xp_device)
-
-
+# --- unary (gradcheck and PyTorch for every op: test_op_registry.py) ---------------------
 @pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sigmoid", "sin", "cos", "abs",
                                   "neg"])
 def test_unary_method_spelling(name):
@@ -84,40 +56,7 @@ def test_abs_subgradient_at_zero_is_zero():
     np.testing.assert_array_equal(host(x.grad), [-1.0, 0.0, 1.0])
 
 
-# --- binary over broadcast shapes -----------------------------------------------------------
-@pytest.mark.parametrize("name", sorted(BINARY))
-@pytest.mark.parametrize("shapes", SHAPES, ids=str)
-def test_binary_gradcheck_broadcast_grid(name, shapes, xp_device):
-    da, db = BINARY[name]
-    rng = np.random.default_rng(1)
-    a = domain(da, rand(*shapes[0], rng=rng))
-    b = domain(db, rand(*shapes[1], rng=rng))
-    check_op(getattr(kit, name), a, b, device=xp_device, order=2)
-
-
-@FAST
-@given(shapes=mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3),
-       name=st.sampled_from(sorted(BINARY)), seed=st.integers(0, 2**16))
-def test_binary_broadcast_hypothesis(shapes, name, seed, xp_device):
-    da, db = BINARY[name]
-    rng = np.random.default_rng(seed)
-    a = domain(da, rand(*shapes.input_shapes[0], rng=rng))
-    b = domain(db, rand(*shapes.input_shapes[1], rng=rng))
-    check_op(getattr(kit, name), a, b, device=xp_device)
-    out = getattr(kit, name)(leaf(a, xp_device), leaf(b, xp_device))
-    assert out.shape == shapes.result_shape
-
-
-@pytest.mark.parametrize("name", sorted(BINARY))
-@pytest.mark.parametrize("shapes", SHAPES[1:5], ids=str)
-def test_binary_matches_torch(name, shapes, xp_device):
-    da, db = BINARY[name]
-    rng = np.random.default_rng(2)
-    a = domain(da, rand(*shapes[0], rng=rng))
-    b = domain(db, rand(*shapes[1], rng=rng))
-    compare_torch(getattr(kit, name), torch_fn(name), a, b, device=xp_device)
-
-
+# --- binary (the broadcast grid for every op: test_op_registry.py) ------------------------
 @pytest.mark.parametrize("expr", [
     lambda x: x + 2.5, lambda x: 2.5 + x, lambda x: x - 1.5, lambda x: 1.5 - x,
     lambda x: x * 3, lambda x: 3 * x, lambda x: x / 4.0, lambda x: 4.0 / x, lambda x: x ** 3,

@@ -1,5 +1,9 @@
 """Batching rules: elementwise, reductions, matmul, sorting, cross_entropy.
 
+Each rule is registered under a name with `@batch_rule(name)`; an op's declaration (kit/ops/*.py)
+names its rule (`batch="broadcasting"`), and the vmap rule table is filled from the registry at
+the end of this module. A declaration naming a rule that does not exist fails at import.
+
 A rule receives the primitive `fn` and the call's arguments, some of them BatchedTensors, and calls
 `fn` once on physical values whose batch dimensions sit in front (see _batched.py). Per-sample
 axes are shifted past the batch dimensions; broadcasting operands get their batch dimensions
@@ -13,17 +17,30 @@ import numpy as np
 
 from kit._tensor import Tensor
 from kit.func._batched import (
+    RULES,
     BatchedTensor,
     expand_levels,
     levels_of,
     make,
     physical,
-    rule,
     sizes_of,
 )
 from kit.ops import movement
+from kit.ops._registry import OPS
 from kit.ops.reductions import MaxMin, normalize_axis
 from kit.ops.sorting import SortResult
+
+BATCHING = {}  # rule name (what a declaration's batch= says) -> rule(fn, *args, **kwargs)
+
+
+def batch_rule(name):
+    """Register a batching rule under `name`."""
+
+    def register(fn):
+        BATCHING[name] = fn
+        return fn
+
+    return register
 
 
 def union_levels(*args):
@@ -71,15 +88,13 @@ def batch_shape(x):
 
 
 # --- elementwise ----------------------------------------------------------------------------
-@rule("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-      "logical_and", "logical_or", "logical_xor", "where", "clamp")
+@batch_rule("broadcasting")
 def _broadcasting(fn, *args):
     levels, values = align(*args)
     return make(fn(*values), levels)
 
 
-@rule("neg", "exp", "log", "sqrt", "tanh", "sigmoid", "abs", "sin", "cos", "logical_not", "sign",
-      "astype", "to")
+@batch_rule("elementwise")
 def _unary(fn, x, *params):
     return BatchedTensor(fn(x.value, *params), x.levels)
 
@@ -90,7 +105,7 @@ def _axes(x, axis, op):
     return tuple(a + k for a in normalize_axis(axis, x.ndim, op))
 
 
-@rule("sum", "mean", "logsumexp")
+@batch_rule("reduce")
 def _reduce(fn, x, axis=None, keepdims=False):
     return BatchedTensor(fn(x.value, _axes(x, axis, fn.__name__), keepdims), x.levels)
 
@@ -100,7 +115,7 @@ def _flat(x):
     return movement.reshape(x.value, batch_shape(x) + (-1,))
 
 
-@rule("max", "min")
+@batch_rule("extreme")
 def _extreme(fn, x, axis=None, keepdims=False):
     k = len(x.levels)
     if axis is None:
@@ -114,7 +129,7 @@ def _extreme(fn, x, axis=None, keepdims=False):
     return MaxMin(BatchedTensor(values, x.levels), BatchedTensor(indices, x.levels))
 
 
-@rule("argmax", "argmin")
+@batch_rule("arg_extreme")
 def _arg_extreme(fn, x, axis=None, keepdims=False):
     if axis is None:
         return BatchedTensor(fn(_flat(x), len(x.levels)), x.levels)
@@ -128,7 +143,7 @@ def _sort_axis(x, axis):
     return normalize_axis(axis, x.ndim, "sort")[0] + len(x.levels)
 
 
-@rule("sort")
+@batch_rule("sort")
 def _sort(fn, x, axis=-1, descending=False):
     physical_axis = _sort_axis(x, axis)
     if physical_axis is None:  # a 0-d sample is already sorted
@@ -138,7 +153,7 @@ def _sort(fn, x, axis=-1, descending=False):
     return SortResult(BatchedTensor(values, x.levels), BatchedTensor(indices, x.levels))
 
 
-@rule("argsort")
+@batch_rule("argsort")
 def _argsort(fn, x, axis=-1, descending=False):
     physical_axis = _sort_axis(x, axis)
     if physical_axis is None:
@@ -146,7 +161,7 @@ def _argsort(fn, x, axis=-1, descending=False):
     return BatchedTensor(fn(x.value, physical_axis, descending), x.levels)
 
 
-@rule("index_add")
+@batch_rule("index_add")
 def _index_add(fn, x, dim, index, source, alpha=1):
     if type(index) is BatchedTensor:
         raise NotImplementedError(
@@ -163,7 +178,7 @@ def _index_add(fn, x, dim, index, source, alpha=1):
 
 
 # --- linear algebra -------------------------------------------------------------------------
-@rule("matmul")
+@batch_rule("matmul")
 def _matmul(fn, a, b):
     a_nd, b_nd = _logical_ndim(a), _logical_ndim(b)
     if a_nd == 0 or b_nd == 0:
@@ -202,7 +217,7 @@ def _unsqueeze(t, dim):
 
 
 # --- losses that inspect their targets ------------------------------------------------------
-@rule("cross_entropy")
+@batch_rule("cross_entropy")
 def _cross_entropy(fn, logits, target, reduction="mean"):
     if logits.ndim != 2:
         raise ValueError(
@@ -228,3 +243,17 @@ def _cross_entropy(fn, logits, target, reduction="mean"):
             f"kit.cross_entropy: reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
         )
     return BatchedTensor(loss, levels)
+
+
+# --- the vmap rule table, from the registry -------------------------------------------------
+from kit.func import _rules_movement  # noqa: E402, F401 - registers the movement rules
+
+
+def _table():
+    missing = {op.name: op.batch for op in OPS.values() if op.batch and op.batch not in BATCHING}
+    if missing:
+        raise LookupError(f"kit.func: these ops name batching rules that do not exist: {missing}")
+    return {op.name: BATCHING[op.batch] for op in OPS.values() if op.batch}
+
+
+RULES.update(_table())

@@ -12,8 +12,8 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.func._batched import BatchedTensor, batching, expand_levels, physical, rule
-from kit.func._rules import align, batch_shape, union_levels, union_sizes
+from kit.func._batched import BatchedTensor, batching, expand_levels, physical
+from kit.func._rules import align, batch_rule, batch_shape, union_levels, union_sizes
 from kit.ops import elementwise
 from kit.ops.movement import expand_shape, shape_arg
 from kit.ops.reductions import normalize_axis
@@ -24,12 +24,12 @@ def _axis(x, dim, op):
 
 
 # --- shape ----------------------------------------------------------------------------------
-@rule("reshape")
+@batch_rule("reshape")
 def _reshape(fn, x, *shape):
     return BatchedTensor(fn(x.value, batch_shape(x) + shape_arg(shape)), x.levels)
 
 
-@rule("permute")
+@batch_rule("permute")
 def _permute(fn, x, *axes):
     axes = shape_arg(axes)
     nd = x.ndim
@@ -43,7 +43,7 @@ def _permute(fn, x, *axes):
     return BatchedTensor(fn(x.value, order), x.levels)
 
 
-@rule("transpose")
+@batch_rule("transpose")
 def _transpose(fn, x, dim0=-2, dim1=-1):
     if x.ndim < 2 and dim0 in (-2, -1) and dim1 in (-2, -1):
         return x
@@ -52,7 +52,15 @@ def _transpose(fn, x, dim0=-2, dim1=-1):
     )
 
 
-@rule("unsqueeze")
+@batch_rule("diagonal")
+def _diagonal(fn, x, offset=0, dim1=0, dim2=1):
+    # the batch dims come first in the value, and diagonal keeps the other dims in order
+    return BatchedTensor(
+        fn(x.value, offset, _axis(x, dim1, "diagonal"), _axis(x, dim2, "diagonal")), x.levels
+    )
+
+
+@batch_rule("unsqueeze")
 def _unsqueeze(fn, x, dim):
     nd = x.ndim
     if not -(nd + 1) <= dim <= nd:
@@ -63,7 +71,7 @@ def _unsqueeze(fn, x, dim):
     return BatchedTensor(fn(x.value, dim % (nd + 1) + len(x.levels)), x.levels)
 
 
-@rule("squeeze")
+@batch_rule("squeeze")
 def _squeeze(fn, x, dim=None):
     shape = x.shape
     if dim is None:
@@ -74,7 +82,7 @@ def _squeeze(fn, x, dim=None):
     return BatchedTensor(x.value.reshape(batch_shape(x) + new), x.levels)
 
 
-@rule("flatten")
+@batch_rule("flatten")
 def _flatten(fn, x, start_dim=0, end_dim=-1):
     if x.ndim == 0:
         return BatchedTensor(x.value.reshape(batch_shape(x) + (1,)), x.levels)
@@ -83,7 +91,7 @@ def _flatten(fn, x, start_dim=0, end_dim=-1):
     return BatchedTensor(fn(x.value, start, end), x.levels)
 
 
-@rule("expand")
+@batch_rule("expand")
 def _expand(fn, x, *shape):
     lead, sizes = expand_shape(shape_arg(shape), tuple(x.shape))
     batch = batch_shape(x)
@@ -113,7 +121,7 @@ def _prefixed(items, k, op):
     return (slice(None),) * k + tuple(items)
 
 
-@rule("getitem")
+@batch_rule("getitem")
 def _getitem(fn, x, index):
     items = _items(index)
     if any(type(item) is BatchedTensor for item in items):
@@ -151,7 +159,7 @@ def _gather(fn, x, items):
     return BatchedTensor(fn(value, tuple(grids) + tuple(indices) + items[lead:]), levels)
 
 
-@rule("index_put_add")
+@batch_rule("index_put_add")
 def _index_put_add(fn, src, index, shape):
     k = len(src.levels)
     return BatchedTensor(
@@ -171,7 +179,7 @@ def _region_ndim(shape, items):
     return np.broadcast_to(np.zeros((), np.int8), shape)[index].ndim
 
 
-@rule("index_put")
+@batch_rule("index_put")
 def _index_put(fn, x, index, value):
     items = _items(index)
     if len(items) == 1 and type(items[0]) is BatchedTensor:
@@ -215,13 +223,13 @@ def _joined(tensors):
     return tensors[0].ndim, levels, values
 
 
-@rule("cat")
+@batch_rule("cat")
 def _cat(fn, tensors, axis=0):
     nd, levels, values = _joined(tensors)
     return BatchedTensor(fn(values, normalize_axis(axis, nd, "cat")[0] + len(levels)), levels)
 
 
-@rule("stack")
+@batch_rule("stack")
 def _stack(fn, tensors, axis=0):
     nd, levels, values = _joined(tensors)
     return BatchedTensor(fn(values, axis % (nd + 1) + len(levels)), levels)

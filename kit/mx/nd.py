@@ -67,21 +67,20 @@ from kit.mx.nd_shape import (
     take,
 )
 from kit.mx.ndarray import NDArray, unwrap, wrap
+from kit.ops._registry import published
 from kit.ops.reductions import normalize_axis
 
 __all__ = [
     "Activation", "BlockGrad", "Convolution", "Custom", "Dropout", "Embedding", "FullyConnected",
-    "LeakyReLU", "NDArray", "Pooling", "SoftmaxOutput", "abs", "add", "add_n", "arange", "argmax",
-    "array", "batch_dot", "broadcast_add", "broadcast_div", "broadcast_like", "broadcast_mul",
-    "broadcast_sub", "broadcast_to", "clip", "concat", "cos", "divide", "dot", "elemwise_add",
-    "elemwise_div", "elemwise_mul", "elemwise_sub", "empty", "exp", "expand_dims", "expm1",
-    "flatten", "flip", "full", "linalg", "load", "log", "log10", "log1p", "log2", "log_softmax",
-    "max", "maximum", "mean", "min", "minimum", "multiply", "negative", "norm", "one_hot", "ones",
-    "ones_like", "pick", "power", "random", "random_normal", "random_uniform", "reciprocal", "relu",
-    "repeat", "reshape", "reverse", "rsqrt", "save", "sigmoid", "sign", "sin", "slice",
-    "slice_axis", "smooth_l1", "softmax", "softmax_cross_entropy", "sparse", "split", "sqrt",
-    "square", "squeeze", "stack", "stop_gradient", "subtract", "sum", "swapaxes", "take", "tanh",
-    "tile", "topk", "transpose", "true_divide", "waitall", "where", "zeros", "zeros_like",
+    "LeakyReLU", "NDArray", "Pooling", "SoftmaxOutput", "add", "add_n", "arange", "argmax",
+    "array", "batch_dot", "broadcast_like", "broadcast_to", "clip", "concat", "divide", "dot",
+    "empty", "expand_dims", "flatten", "flip", "full", "linalg", "load", "log10", "log2",
+    "log_softmax", "max", "mean", "min", "multiply", "norm", "one_hot", "ones", "ones_like",
+    "pick", "random", "random_normal", "random_uniform", "reciprocal", "repeat", "reshape",
+    "reverse", "rsqrt", "save", "sign", "slice", "slice_axis", "smooth_l1", "softmax",
+    "softmax_cross_entropy", "sparse", "split", "square", "squeeze", "stack", "stop_gradient",
+    "subtract", "sum", "swapaxes", "take", "tile", "topk", "transpose", "true_divide", "waitall",
+    "where", "zeros", "zeros_like",
 ]
 
 # --- elementwise ----------------------------------------------------------------------------
@@ -92,22 +91,10 @@ def _unary(name, fn):
     return named(op, name, f"Elementwise {name} (mx.nd.{name}).")
 
 
-exp = _unary("exp", ops.exp)
-log = _unary("log", ops.log)
-sqrt = _unary("sqrt", ops.sqrt)
-abs = _unary("abs", ops.abs)  # noqa: A001 - MXNet's name
-relu = _unary("relu", ops.relu)
-sigmoid = _unary("sigmoid", ops.sigmoid)
-tanh = _unary("tanh", ops.tanh)
-sin = _unary("sin", ops.sin)
-cos = _unary("cos", ops.cos)
-negative = _unary("negative", ops.neg)
 square = _unary("square", lambda t: t * t)
 sign = _unary("sign", ops.sign)  # NOTE: no gradient flows: it is 0 almost everywhere
 reciprocal = _unary("reciprocal", lambda t: 1 / t)
 rsqrt = _unary("rsqrt", lambda t: 1 / ops.sqrt(t))
-log1p = _unary("log1p", lambda t: ops.log(t + 1))  # NOTE: composite: no extra precision near 0
-expm1 = _unary("expm1", lambda t: ops.exp(t) - 1)
 log2 = _unary("log2", lambda t: ops.log(t) / math.log(2))
 log10 = _unary("log10", lambda t: ops.log(t) / math.log(10))
 
@@ -119,13 +106,6 @@ def _binary(name, fn):
     return named(op, name, f"Elementwise {name} with broadcasting (mx.nd.{name}).")
 
 
-maximum = _binary("maximum", ops.maximum)
-minimum = _binary("minimum", ops.minimum)
-power = _binary("power", ops.pow)
-broadcast_add = _binary("broadcast_add", ops.add)
-broadcast_sub = _binary("broadcast_sub", ops.sub)
-broadcast_mul = _binary("broadcast_mul", ops.mul)
-broadcast_div = _binary("broadcast_div", ops.div)
 add = _binary("add", ops.add)
 subtract = _binary("subtract", ops.sub)
 multiply = _binary("multiply", ops.mul)
@@ -146,10 +126,27 @@ def _same_shape(name, fn):
                   f"Elementwise {name[9:]} of two arrays of the same shape (mx.nd.{name}).")
 
 
-elemwise_add = _same_shape("elemwise_add", ops.add)
-elemwise_sub = _same_shape("elemwise_sub", ops.sub)
-elemwise_mul = _same_shape("elemwise_mul", ops.mul)
-elemwise_div = _same_shape("elemwise_div", ops.div)
+def _takes_one_array(fn):
+    return fn.__code__.co_argcount - len(fn.__defaults__ or ()) == 1
+
+
+def _from_registry():
+    """kit's ops under the names their declarations publish in mx.nd (kit/ops/_registry.py):
+    `elemwise_*` refuse to broadcast, the rest take one array or two."""
+    made = {}
+    for name, op in published("mx"):
+        if name.startswith("elemwise_"):
+            made[name] = _same_shape(name, op.fn)
+        elif _takes_one_array(op.fn):
+            made[name] = _unary(name, op.fn)
+        else:
+            made[name] = _binary(name, op.fn)
+    return made
+
+
+_FROM_REGISTRY = _from_registry()
+globals().update(_FROM_REGISTRY)
+__all__ += sorted(_FROM_REGISTRY)
 
 
 def clip(data, a_min, a_max, out=None):
@@ -348,10 +345,12 @@ def _reshape_method(self, *shape, **kwargs):
 
 
 def _bind_methods():
-    methods = {
-        "reciprocal": reciprocal, "rsqrt": rsqrt, "log1p": log1p, "expm1": expm1,
-        "exp": exp, "log": log, "sqrt": sqrt, "abs": abs, "relu": relu, "sigmoid": sigmoid,
-        "tanh": tanh, "sin": sin, "cos": cos, "square": square, "clip": clip, "sum": sum,
+    # A one-array mx.nd function spelt as its kit op's Tensor method is an NDArray method too.
+    methods = {name: _FROM_REGISTRY[name] for name, op in published("mx")
+               if name in op.methods and _takes_one_array(op.fn)}
+    methods.update({
+        "reciprocal": reciprocal, "rsqrt": rsqrt,
+        "square": square, "clip": clip, "sum": sum,
         "mean": mean, "max": max, "min": min, "argmax": argmax, "transpose": _transpose_method,
         "reshape": _reshape_method, "expand_dims": expand_dims, "flatten": flatten,
         "softmax": softmax,
@@ -361,7 +360,7 @@ def _bind_methods():
         "squeeze": squeeze, "swapaxes": swapaxes, "flip": flip, "split": split,
         "slice_axis": slice_axis, "take": take, "broadcast_to": broadcast_to,
         "broadcast_like": broadcast_like,
-    }
+    })
     for name, fn in methods.items():
         setattr(NDArray, name, fn)
 

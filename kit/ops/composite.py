@@ -6,24 +6,27 @@ The exception, with its reason, is cross-entropy against class indices (kit/ops/
 from __future__ import annotations
 
 from kit._tensor import Tensor
-from kit.ops._vmap import VMAP
+from kit.ops._registry import composite, last_dim, primitive
 from kit.ops.elementwise import where
-from kit.ops.losses import fused_cross_entropy
+from kit.ops.losses import _fused_ce_rule, fused_cross_entropy
 from kit.ops.reductions import logsumexp, mean
 from kit.ops.reductions import sum as sum_
 
 
+@composite("relu", methods=("relu",), torch="relu", mx="relu")
 def relu(x):
     """max(x, 0). NOTE: the gradient at exactly 0 is 0, as PyTorch's built-in relu."""
     # A BatchedTensor (under vmap) has no ._data: compare with the batched op instead.
     return where(x._data > 0 if type(x) is Tensor else x > 0, x, 0)
 
 
+@composite("softmax", methods=(("softmax", last_dim),), torch="softmax")
 def softmax(x, dim=-1):
     """exp(x) normalised along `dim`, computed as exp(x - logsumexp(x)) so it never overflows."""
     return (x - logsumexp(x, dim, keepdims=True)).exp()
 
 
+@composite("log_softmax", methods=(("log_softmax", last_dim),), torch="log_softmax")
 def log_softmax(x, dim=-1):
     """log(softmax(x)) without the rounding of taking a log of a small probability."""
     return x - logsumexp(x, dim, keepdims=True)
@@ -43,10 +46,10 @@ def _reduce(loss, reduction, op):
     return sum_(loss) if reduction == "sum" else loss
 
 
+@primitive("cross_entropy", grad=_fused_ce_rule, saves="logits, probabilities",
+           batch="cross_entropy")
 def cross_entropy(logits, target, reduction="mean"):
     """Cross-entropy of `logits` (N, C) against class indices (N,) or probabilities (N, C)."""
-    if VMAP.depth:
-        return VMAP.dispatch("cross_entropy", cross_entropy, logits, target, reduction)
     if logits.ndim != 2:
         raise ValueError(
             f"kit.cross_entropy: expected logits of shape (N, C), got {tuple(logits.shape)}"
@@ -74,6 +77,7 @@ def cross_entropy(logits, target, reduction="mean"):
     return _reduce(-sum_(logp * target, axis=1), reduction, "cross_entropy")
 
 
+@composite("mse_loss")
 def mse_loss(input, target, reduction="mean"):  # noqa: A002 - PyTorch's keyword
     """Mean squared error."""
     if tuple(input.shape) != tuple(getattr(target, "shape", input.shape)):

@@ -7,6 +7,7 @@ undone here: the engine sums each gradient down to its input's shape.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from kit.ops._record import (
     record,
     shape_error,
 )
-from kit.ops._vmap import VMAP
+from kit.ops._registry import declare, equality, primitive, reflected, with_alpha
 
 BROADCAST = (
     "they cannot be broadcast together (aligned from the right, each pair of sizes must be equal "
@@ -30,10 +31,8 @@ BROADCAST = (
 )
 
 
-def _binary(op, compute, rule, saves):
+def _binary(op, compute, rule, saves, **names):
     def fn(a, b):
-        if VMAP.depth:
-            return VMAP.dispatch(op, fn, a, b)
         # NOTE: common cases first (two Tensors of one device and dtype, a Tensor and a Python
         # number that keeps its dtype); pair() does the general case.
         if isinstance(a, Tensor):
@@ -60,15 +59,16 @@ def _binary(op, compute, rule, saves):
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} with broadcasting; Python numbers are accepted on either side."
-    return fn
+    return declare(op, fn, grad=rule, saves="a, b" if saves else "", batch="broadcasting",
+                   **names)
 
 
-def _unary(op, compute, rule, save):
+def _unary(op, compute, rule, save, **names):
+    """A unary primitive: `compute(xp, x)` forward, `rule(node, g, saved)`, saving "x" (the
+    input), "y" (the output) or "" (nothing)."""
     saves_output = (OUTPUT,) if save == "y" else ()
 
     def fn(x):
-        if VMAP.depth:
-            return VMAP.dispatch(op, fn, x)
         if not isinstance(x, Tensor):
             raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
         d = x._data
@@ -77,12 +77,22 @@ def _unary(op, compute, rule, save):
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op}."
-    return fn
+    saves = {"x": "x", "y": "output", "": ""}[save]
+    names.setdefault("methods", (op,))
+    return declare(op, fn, grad=rule, saves=saves, batch="elementwise", **names)
 
 
 # --- arithmetic -----------------------------------------------------------------------------
-add = _binary("add", lambda x, y: x + y, lambda node, g: (g, g), False)
-sub = _binary("sub", lambda x, y: x - y, lambda node, g: (g, -g), False)
+add = _binary(
+    "add", lambda x, y: x + y, lambda node, g: (g, g), False,
+    methods=("__add__", ("__radd__", reflected), ("add", with_alpha)),
+    inplace=("__iadd__", "add_"), fast=operator.iadd, mx=("broadcast_add", "elemwise_add"),
+)
+sub = _binary(
+    "sub", lambda x, y: x - y, lambda node, g: (g, -g), False,
+    methods=("__sub__", ("__rsub__", reflected), ("sub", with_alpha)),
+    inplace=("__isub__", "sub_"), fast=operator.isub, mx=("broadcast_sub", "elemwise_sub"),
+)
 
 
 def _mul_rule(node, g, a, b):
@@ -106,8 +116,17 @@ def _integral(v):
     return v.dtype.kind in "biu" if hasattr(v, "dtype") else not isinstance(v, float)
 
 
-mul = _binary("mul", lambda x, y: x * y, _mul_rule, True)
-div = _binary("div", _true_divide, _div_rule, True)
+mul = _binary(
+    "mul", lambda x, y: x * y, _mul_rule, True,
+    methods=("__mul__", ("__rmul__", reflected), "mul"), inplace=("__imul__", "mul_"),
+    fast=operator.imul, torch="mul", mx=("broadcast_mul", "elemwise_mul"),
+)
+div = _binary(
+    "div", _true_divide, _div_rule, True,
+    methods=("__truediv__", ("__rtruediv__", reflected), "div"),
+    inplace=("__itruediv__", "div_"), fast=operator.itruediv, torch="div",
+    mx=("broadcast_div", "elemwise_div"),
+)
 
 
 def _pow_rule(node, g, a, b, y):
@@ -133,10 +152,10 @@ def _pow_rule(node, g, a, b, y):
     return ga, gb
 
 
+@primitive("pow", grad=_pow_rule, saves="a, b, output", batch="broadcasting",
+           methods=("__pow__", ("__rpow__", reflected), "pow"), torch="pow", mx="power")
 def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     """Elementwise a ** b (either may be a Python number)."""
-    if VMAP.depth:
-        return VMAP.dispatch("pow", pow, a, b)
     a, b, x, y = pair(a, b, "pow")
     try:
         out = x**y
@@ -145,16 +164,26 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
 
 
-neg = _unary("neg", lambda xp, x: -x, lambda node, g: (-g,), "")
-exp = _unary("exp", lambda xp, x: xp.exp(x), lambda node, g, y: (g * y,), "y")
-log = _unary("log", lambda xp, x: xp.log(x), lambda node, g, x: (g / x,), "x")
-sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda node, g, y: (g / (2 * y),), "y")
-tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda node, g, y: (g * (1 - y * y),), "y")
+neg = _unary("neg", lambda xp, x: -x, lambda node, g: (-g,), "",
+             methods=("__neg__", "neg"), torch="neg", mx="negative")
+exp = _unary("exp", lambda xp, x: xp.exp(x), lambda node, g, y: (g * y,), "y",
+             torch="exp", mx="exp")
+log = _unary("log", lambda xp, x: xp.log(x), lambda node, g, x: (g / x,), "x",
+             torch="log", mx="log")
+log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda node, g, x: (g / (1 + x),), "x",
+               torch="log1p", mx="log1p")
+expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda node, g, y: (g * (y + 1),), "y",
+               torch="expm1", mx="expm1")
+sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda node, g, y: (g / (2 * y),), "y",
+              torch="sqrt", mx="sqrt")
+tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda node, g, y: (g * (1 - y * y),), "y",
+              torch="tanh", mx="tanh")
 sigmoid = _unary(
     "sigmoid",
     lambda xp, x: 0.5 * (xp.tanh(0.5 * x) + 1),  # NOTE: stable for large |x|, no overflow warning
     lambda node, g, y: (g * y * (1 - y),),
     "y",
+    torch="sigmoid", mx="sigmoid",
 )
 abs = _unary(  # noqa: A001
     "abs",
@@ -162,9 +191,12 @@ abs = _unary(  # noqa: A001
     # NOTE: the subgradient at 0 is 0 (sign(0) = 0), as in PyTorch.
     lambda node, g, x: (g * as_dtype_of(backend.get_array_module(data_of(x)).sign(data_of(x)), g),),
     "x",
+    methods=("__abs__", "abs"), torch="abs", mx="abs",
 )
-sin = _unary("sin", lambda xp, x: xp.sin(x), lambda node, g, x: (g * cos_(x),), "x")
-cos = _unary("cos", lambda xp, x: xp.cos(x), lambda node, g, x: (-g * sin_(x),), "x")
+sin = _unary("sin", lambda xp, x: xp.sin(x), lambda node, g, x: (g * cos_(x),), "x",
+             torch="sin", mx="sin")
+cos = _unary("cos", lambda xp, x: xp.cos(x), lambda node, g, x: (-g * sin_(x),), "x",
+             torch="cos", mx="cos")
 
 log_ = dual(log, "log")
 exp_ = dual(exp, "exp")
@@ -185,8 +217,6 @@ def _extremum_rule(node, g, a, b):
 
 def _extremum(op):
     def fn(a, b):
-        if VMAP.depth:
-            return VMAP.dispatch(op, fn, a, b)
         a, b, x, y = pair(a, b, op)
         xp = backend.get_array_module(x, y)
         try:
@@ -197,7 +227,8 @@ def _extremum(op):
 
     fn.__name__ = op
     fn.__doc__ = f"Elementwise {op} of two tensors (gradient split at ties)."
-    return fn
+    return declare(op, fn, grad=_extremum_rule, saves="a, b", batch="broadcasting", methods=(op,),
+                   torch=op, mx=op)
 
 
 maximum = _extremum("maximum")
@@ -214,10 +245,9 @@ def _where_rule(node, g, cond):
     )
 
 
+@primitive("where", grad=_where_rule, saves="condition", batch="broadcasting", torch="where")
 def where(condition, a, b):
     """Elements of `a` where `condition` is true, else of `b`; no gradient flows to condition."""
-    if VMAP.depth:
-        return VMAP.dispatch("where", where, condition, a, b)
     cond = data_of(condition)
     if cond.dtype.kind != "b":
         raise TypeError(f"kit.where: condition must be a bool tensor, got dtype {cond.dtype}")
@@ -295,10 +325,10 @@ def _clamp_rule(node, g, x):
     return (where_(inside, g, 0),)
 
 
+@primitive("clamp", grad=_clamp_rule, saves="x", batch="broadcasting", methods=("clamp", "clip"),
+           torch=("clamp", "clip"))
 def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
     """Limit values to [min, max]; the gradient is 1 inside (bounds included), 0 outside."""
-    if VMAP.depth:
-        return VMAP.dispatch("clamp", clamp, x, min, max)
     if min is None and max is None:
         raise ValueError("kit.clamp: at least one of min and max must be given")
     lo, hi = data_of(min), data_of(max)
@@ -314,10 +344,8 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
 
 
 # --- comparisons and logic: boolean results, never differentiable ---------------------------
-def _compare(op, compute):
+def _compare(op, compute, **names):
     def fn(a, b):
-        if VMAP.depth:
-            return VMAP.dispatch(op, fn, a, b)
         a, b, x, y = pair(a, b, op)
         try:
             return Tensor(compute(x, y))
@@ -326,28 +354,26 @@ def _compare(op, compute):
 
     fn.__name__ = op
     fn.__doc__ = f"Elementwise {op} comparison: a bool tensor with no gradient."
-    return fn
+    return declare(op, fn, batch="broadcasting", **names)
 
 
-eq = _compare("eq", lambda x, y: x == y)
-ne = _compare("ne", lambda x, y: x != y)
-lt = _compare("lt", lambda x, y: x < y)
-le = _compare("le", lambda x, y: x <= y)
-gt = _compare("gt", lambda x, y: x > y)
-ge = _compare("ge", lambda x, y: x >= y)
-logical_and = _compare("logical_and", lambda x, y: x & y)
-logical_or = _compare("logical_or", lambda x, y: x | y)
-logical_xor = _compare("logical_xor", lambda x, y: x ^ y)
+eq = _compare("eq", lambda x, y: x == y, methods=(("__eq__", equality(False)), "eq"), torch="eq")
+ne = _compare("ne", lambda x, y: x != y, methods=(("__ne__", equality(True)), "ne"), torch="ne")
+lt = _compare("lt", lambda x, y: x < y, methods=("__lt__", "lt"), torch="lt")
+le = _compare("le", lambda x, y: x <= y, methods=("__le__", "le"), torch="le")
+gt = _compare("gt", lambda x, y: x > y, methods=("__gt__", "gt"), torch="gt")
+ge = _compare("ge", lambda x, y: x >= y, methods=("__ge__", "ge"), torch="ge")
+logical_and = _compare("logical_and", lambda x, y: x & y, methods=("__and__",))
+logical_or = _compare("logical_or", lambda x, y: x | y, methods=("__or__",))
+logical_xor = _compare("logical_xor", lambda x, y: x ^ y, methods=("__xor__",))
 
 
+@primitive("logical_not", batch="elementwise", methods=("__invert__",))
 def logical_not(x):
-    if VMAP.depth:
-        return VMAP.dispatch("logical_not", logical_not, x)
     return Tensor(~x._data if x._data.dtype.kind == "b" else x._data == 0)
 
 
+@primitive("sign", batch="elementwise", methods=("sign",), torch="sign")
 def sign(x):
     """Sign of each element (no gradient: it is 0 almost everywhere)."""
-    if VMAP.depth:
-        return VMAP.dispatch("sign", sign, x)
     return Tensor(backend.get_array_module(x._data).sign(x._data))

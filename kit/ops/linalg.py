@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kit._tensor import Tensor
 from kit.ops._record import pair, record
-from kit.ops._vmap import VMAP
+from kit.ops._registry import composite, primitive, reflected
 
 
 def _matmul_rule(node, g, a, b):
@@ -32,10 +32,10 @@ def _matmul_rule(node, g, a, b):
     return ga, gb
 
 
+@primitive("matmul", grad=_matmul_rule, saves="a, b", batch="matmul",
+           methods=("__matmul__", ("__rmatmul__", reflected), "matmul"), torch="matmul")
 def matmul(a, b):
     """Matrix product with NumPy's rules: batched, broadcasting, 1-D operands allowed."""
-    if VMAP.depth:
-        return VMAP.dispatch("matmul", matmul, a, b)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         a, b, _, _ = pair(a, b, "matmul")
         if not isinstance(a, Tensor) or not isinstance(b, Tensor):
@@ -60,6 +60,7 @@ def matmul(a, b):
     return record("matmul", _matmul_rule, out, (a, b), (a, b), (x.ndim == 1, y.ndim == 1))
 
 
+@composite("mm", methods=("mm",), torch="mm")
 def mm(a, b):
     """Product of two matrices (2-D only, as torch.mm)."""
     if a.ndim != 2 or b.ndim != 2:
@@ -67,6 +68,7 @@ def mm(a, b):
     return matmul(a, b)
 
 
+@composite("dot", methods=("dot",), torch="dot")
 def dot(a, b):
     """Inner product of two 1-D tensors (as torch.dot)."""
     if a.ndim != 1 or b.ndim != 1:
@@ -82,6 +84,7 @@ def dot(a, b):
     return matmul(a, b)
 
 
+@composite("outer", torch="outer")
 def outer(a, b):
     """Outer product of two 1-D tensors; a composite: no gradient code of its own."""
     from kit.ops.movement import reshape

@@ -13,7 +13,7 @@ import numpy as np
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import check_same_device, data_of, record, shape_error
-from kit.ops._vmap import VMAP
+from kit.ops._registry import composite, primitive
 from kit.ops.reductions import normalize_axis
 
 
@@ -47,10 +47,10 @@ def _reshape_rule(node, g):
     return (g.reshape(node.params),)
 
 
+@primitive("reshape", grad=_reshape_rule, batch="reshape", methods=("reshape",),
+           torch="reshape")
 def reshape(x, *shape):
     """The same elements in a new shape (-1 is inferred)."""
-    if VMAP.depth:
-        return VMAP.dispatch("reshape", reshape, x, *shape)
     d = _tensor_arg(x, "reshape")
     shape = shape_arg(shape)
     try:
@@ -70,10 +70,10 @@ def _permute_rule(node, g):
     return (g.transpose(inverse),)
 
 
+@primitive("permute", grad=_permute_rule, batch="permute", methods=("permute",),
+           torch="permute")
 def permute(x, *axes):
     """Reorder the axes: `permute(x, 2, 0, 1)`."""
-    if VMAP.depth:
-        return VMAP.dispatch("permute", permute, x, *axes)
     d = _tensor_arg(x, "permute")
     axes = shape_arg(axes)
     in_range = all(-d.ndim <= a < d.ndim for a in axes)
@@ -86,10 +86,10 @@ def permute(x, *axes):
     return record("permute", _permute_rule, d.transpose(axes), (x,), (), axes)
 
 
+@primitive("transpose", batch="transpose", methods=("transpose", "swapaxes"),
+           torch="transpose")
 def transpose(x, dim0=-2, dim1=-1):
     """Swap two axes (PyTorch's transpose; defaults to the last two)."""
-    if VMAP.depth:
-        return VMAP.dispatch("transpose", transpose, x, dim0, dim1)
     d = _tensor_arg(x, "transpose")
     if d.ndim < 2 and dim0 in (-2, -1) and dim1 in (-2, -1):
         return x
@@ -101,6 +101,7 @@ def transpose(x, dim0=-2, dim1=-1):
     return permute(x, axes)
 
 
+@composite("movedim", methods=("movedim",))
 def movedim(x, source, destination):
     """Move dim(s) `source` to `destination` (ints or tuples), keeping the others in order.
 
@@ -121,9 +122,8 @@ def movedim(x, source, destination):
     return permute(x, tuple(moved[i] if i in moved else next(rest) for i in range(nd)))
 
 
+@primitive("unsqueeze", batch="unsqueeze", methods=("unsqueeze",), torch="unsqueeze")
 def unsqueeze(x, dim):
-    if VMAP.depth:
-        return VMAP.dispatch("unsqueeze", unsqueeze, x, dim)
     d = _tensor_arg(x, "unsqueeze")
     if not -(d.ndim + 1) <= dim <= d.ndim:
         raise IndexError(
@@ -134,9 +134,8 @@ def unsqueeze(x, dim):
     return reshape(x, d.shape[:dim] + (1,) + d.shape[dim:])
 
 
+@primitive("squeeze", batch="squeeze", methods=("squeeze",), torch="squeeze")
 def squeeze(x, dim=None):
-    if VMAP.depth:
-        return VMAP.dispatch("squeeze", squeeze, x, dim)
     d = _tensor_arg(x, "squeeze")
     if dim is None:
         shape = tuple(n for n in d.shape if n != 1)
@@ -146,9 +145,8 @@ def squeeze(x, dim=None):
     return reshape(x, shape)
 
 
+@primitive("flatten", batch="flatten", methods=("flatten",), torch="flatten")
 def flatten(x, start_dim=0, end_dim=-1):
-    if VMAP.depth:
-        return VMAP.dispatch("flatten", flatten, x, start_dim, end_dim)
     d = _tensor_arg(x, "flatten")
     if d.ndim == 0:
         return reshape(x, (1,))
@@ -163,10 +161,9 @@ def _expand_rule(node, g):
     return (g,)  # NOTE: the engine sums the gradient back down to the input's shape
 
 
+@primitive("expand", grad=_expand_rule, batch="expand", methods=("expand",))
 def expand(x, *shape):
     """Broadcast to a larger shape without copying (-1 keeps a size); as torch.expand."""
-    if VMAP.depth:
-        return VMAP.dispatch("expand", expand, x, *shape)
     d = _tensor_arg(x, "expand")
     _, shape = expand_shape(shape_arg(shape), d.shape)
     try:
@@ -177,6 +174,7 @@ def expand(x, *shape):
     return record("expand", _expand_rule, out, (x,))
 
 
+@composite("broadcast_to", methods=("broadcast_to",))
 def broadcast_to(x, shape):
     return expand(x, tuple(shape))
 
@@ -204,10 +202,9 @@ def _getitem_rule(node, g):
     return (index_put_add(g, index, shape),)
 
 
+@primitive("getitem", grad=_getitem_rule, batch="getitem", methods=("__getitem__",))
 def getitem(x, index):
     """x[index] with NumPy semantics; the gradient scatters back with an add."""
-    if VMAP.depth:
-        return VMAP.dispatch("getitem", getitem, x, index)
     d = _tensor_arg(x, "getitem")
     index = _index_arg(index)
     try:
@@ -224,10 +221,9 @@ def _index_put_add_rule(node, g):
     return (g[index],)
 
 
+@primitive("index_put_add", grad=_index_put_add_rule, batch="index_put_add")
 def index_put_add(src, index, shape):
     """zeros(shape) with `src` added at `index` (repeats accumulate): the adjoint of indexing."""
-    if VMAP.depth:
-        return VMAP.dispatch("index_put_add", index_put_add, src, index, shape)
     if not isinstance(src, Tensor):
         xp = backend.get_array_module(src)
         out = xp.zeros(shape, dtype=src.dtype)
@@ -270,10 +266,9 @@ def _index_put_rule(node, g):
     return gx, gv
 
 
+@primitive("index_put", grad=_index_put_rule, batch="index_put")
 def index_put(x, index, value):
     """A copy of `x` with `x[index] = value` (the out-of-place form of setitem)."""
-    if VMAP.depth:
-        return VMAP.dispatch("index_put", index_put, x, index, value)
     d = _tensor_arg(x, "setitem")
     index = _index_arg(index)
     out = d.copy()
@@ -313,10 +308,9 @@ def _tensors_arg(tensors, op):
     return tensors, arrays
 
 
+@primitive("cat", grad=_cat_rule, batch="cat")
 def cat(tensors, axis=0):
     """Join tensors along an existing axis (torch.cat / np.concatenate)."""
-    if VMAP.depth:
-        return VMAP.dispatch("cat", cat, tensors, axis)
     tensors, arrays = _tensors_arg(tensors, "cat")
     axis = normalize_axis(axis, arrays[0].ndim, "cat")[0]
     try:
@@ -337,10 +331,9 @@ def _stack_rule(node, g):
     return tuple(g[lead + (i,)] for i in range(count))
 
 
+@primitive("stack", grad=_stack_rule, batch="stack")
 def stack(tensors, axis=0):
     """Join tensors of the same shape along a new axis."""
-    if VMAP.depth:
-        return VMAP.dispatch("stack", stack, tensors, axis)
     tensors, arrays = _tensors_arg(tensors, "stack")
     axis = normalize_axis(axis, arrays[0].ndim + 1, "stack")[0]  # the new axis may be last
     try:
@@ -355,9 +348,9 @@ def _astype_rule(node, g):
     return (g,)  # NOTE: the engine casts the gradient back to the input's dtype
 
 
+@primitive("astype", grad=_astype_rule, batch="elementwise", methods=("astype",),
+           public=False)
 def astype(x, dtype):
-    if VMAP.depth:
-        return VMAP.dispatch("astype", astype, x, dtype)
     from kit._tensor import SUPPORTED_DTYPES
 
     dtype = np.dtype(dtype)
@@ -375,10 +368,9 @@ def _to_device_rule(node, g):
     return (backend.to_device(g, source),)
 
 
+@primitive("to", grad=_to_device_rule, batch="elementwise", public=False)
 def to_device(x, device):
     """Copy to "cpu" or "gpu"; recorded, so the gradient is copied back."""
-    if VMAP.depth:
-        return VMAP.dispatch("to", to_device, x, device)
     device = backend.normalize_device(device)
     source = backend.device_of(x._data)
     if device == source:

@@ -11,7 +11,7 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.engine import OUTPUT
 from kit.ops._record import as_dtype_of, data_of, record
-from kit.ops._vmap import VMAP
+from kit.ops._registry import declare, dims, primitive
 
 MaxMin = namedtuple("MaxMin", ["values", "indices"])  # what torch.max(x, dim) returns
 
@@ -61,10 +61,9 @@ def _sum_rule(node, g):
     return (expand_back(g, shape, axes),)
 
 
+@primitive("sum", grad=_sum_rule, batch="reduce", methods=(("sum", dims),))
 def sum(x, axis=None, keepdims=False):  # noqa: A001 - PyTorch's name
     """Sum over `axis` (all axes by default)."""
-    if VMAP.depth:
-        return VMAP.dispatch("sum", sum, x, axis, keepdims)
     axes, keepdims = _args(x, axis, keepdims, "sum")
     out = x._data.sum(axis=axes, keepdims=keepdims)
     return record("sum", _sum_rule, out, (x,), (), (x.shape, axes))
@@ -76,10 +75,9 @@ def _mean_rule(node, g):
     return (expand_back(g / count, shape, axes),)
 
 
+@primitive("mean", grad=_mean_rule, batch="reduce", methods=(("mean", dims),))
 def mean(x, axis=None, keepdims=False):
     """Mean over `axis` (all axes by default)."""
-    if VMAP.depth:
-        return VMAP.dispatch("mean", mean, x, axis, keepdims)
     axes, keepdims = _args(x, axis, keepdims, "mean")
     if x._data.dtype.kind not in "fc":
         raise TypeError(
@@ -103,8 +101,6 @@ def _extreme_rule(node, g, x):
 
 def _extreme(op):
     def fn(x, axis=None, keepdims=False):
-        if VMAP.depth:
-            return VMAP.dispatch(op, fn, x, axis, keepdims)
         axes, keepdims = _args(x, axis, keepdims, op)
         d = x._data
         if d.size == 0:
@@ -135,7 +131,7 @@ def _extreme(op):
     fn.__doc__ = (
         f"{op} over all elements, or `(values, indices)` along one axis (as torch.{op}(x, dim))."
     )
-    return fn
+    return declare(op, fn, grad=_extreme_rule, saves="x", batch="extreme", methods=((op, dims),))
 
 
 max = _extreme("max")  # noqa: A001
@@ -151,10 +147,10 @@ def _logsumexp_rule(node, g, x, y):
     return (g.reshape(kept) * exp_(x - y.reshape(kept)),)
 
 
+@primitive("logsumexp", grad=_logsumexp_rule, saves="x, output", batch="reduce",
+           methods=(("logsumexp", dims),))
 def logsumexp(x, axis=None, keepdims=False):
     """log(sum(exp(x))) over `axis`, computed stably (the max is taken out first)."""
-    if VMAP.depth:
-        return VMAP.dispatch("logsumexp", logsumexp, x, axis, keepdims)
     axes, keepdims = _args(x, axis, keepdims, "logsumexp")
     d = x._data
     xp = backend.get_array_module(d)
@@ -167,16 +163,14 @@ def logsumexp(x, axis=None, keepdims=False):
     return record("logsumexp", _logsumexp_rule, out, (x,), (x, OUTPUT), (d.shape, axes))
 
 
+@primitive("argmax", batch="arg_extreme", methods=(("argmax", dims),))
 def argmax(x, axis=None, keepdims=False):
     """Index of the largest element (flattened when axis is None); not differentiable."""
-    if VMAP.depth:
-        return VMAP.dispatch("argmax", argmax, x, axis, keepdims)
     d = data_of(x)
     return Tensor(d.argmax(axis=axis, keepdims=keepdims) if axis is not None else d.argmax())
 
 
+@primitive("argmin", batch="arg_extreme", methods=(("argmin", dims),))
 def argmin(x, axis=None, keepdims=False):
-    if VMAP.depth:
-        return VMAP.dispatch("argmin", argmin, x, axis, keepdims)
     d = data_of(x)
     return Tensor(d.argmin(axis=axis, keepdims=keepdims) if axis is not None else d.argmin())

@@ -9,17 +9,25 @@ import numpy as np
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import data_of
-from kit.ops._vmap import VMAP
+from kit.ops._registry import primitive
 from kit.ops.movement import getitem, index_put_add
 from kit.ops.reductions import normalize_axis
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
 
 
+def _dim_descending(fn):
+    """`x.sort(dim=-1, descending=False)`."""
+
+    def method(self, dim=-1, descending=False):
+        return fn(self, dim, descending)
+
+    return method
+
+
+@primitive("argsort", batch="argsort", methods=(("argsort", _dim_descending),))
 def argsort(x, axis=-1, descending=False):
     """Indices that sort `x` along `axis` (stable); not differentiable."""
-    if VMAP.depth:
-        return VMAP.dispatch("argsort", argsort, x, axis, descending)
     d = data_of(x)
     xp = backend.get_array_module(d)
     if d.ndim == 0:  # a 0-d tensor sorts to itself: index 0, as in PyTorch
@@ -38,11 +46,10 @@ def _along(d, axis, idx):
     return tuple(grids)
 
 
+@primitive("sort", batch="sort", methods=(("sort", _dim_descending),))
 def sort(x, axis=-1, descending=False):
     """`(values, indices)` sorted along `axis`; the gradient of values goes back to where each
     element came from."""
-    if VMAP.depth:
-        return VMAP.dispatch("sort", sort, x, axis, descending)
     d = data_of(x)
     axis = normalize_axis(axis, d.ndim, "sort")[0] if d.ndim else 0
     idx = argsort(x, axis, descending)._data
@@ -51,10 +58,9 @@ def sort(x, axis=-1, descending=False):
     return SortResult(getitem(x, _along(d, axis, idx)), Tensor(idx))
 
 
+@primitive("index_add", batch="index_add", methods=("index_add",), torch="index_add")
 def index_add(x, dim, index, source, alpha=1):
     """x with `alpha * source` added at `index` along `dim` (repeats accumulate)."""
-    if VMAP.depth:
-        return VMAP.dispatch("index_add", index_add, x, dim, index, source, alpha)
     d = data_of(x)
     dim = normalize_axis(dim, d.ndim, "index_add")[0]
     idx = data_of(index)

@@ -12,10 +12,12 @@ import numpy as np
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import record
+from kit.ops._registry import composite, primitive
 from kit.ops.movement import getitem, index_put_add, reshape
 from kit.ops.reductions import normalize_axis
 
 
+@composite("view", methods=("view",))
 def view(x, *shape):
     """The same storage seen with another shape; an error where that needs a copy (use reshape)."""
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and hasattr(
@@ -32,6 +34,7 @@ def view(x, *shape):
     return y
 
 
+@composite("view_as", methods=("view_as",))
 def view_as(x, other):
     return view(x, other.shape)
 
@@ -40,6 +43,7 @@ def _dim(x, dim, op):
     return normalize_axis((dim,), x.ndim, op)[0]
 
 
+@composite("narrow", methods=("narrow",), torch="narrow")
 def narrow(x, dim, start, length):
     """Elements start .. start + length - 1 along `dim`: a view."""
     d = _dim(x, dim, "narrow")
@@ -55,12 +59,14 @@ def narrow(x, dim, start, length):
     return getitem(x, (slice(None),) * d + (slice(start, start + length),))
 
 
+@composite("unbind", methods=("unbind",), torch="unbind")
 def unbind(x, dim=0):
     """The slices along `dim`, as a tuple of views."""
     d = _dim(x, dim, "unbind")
     return tuple(getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
 
 
+@composite("split", methods=("split",), torch="split")
 def split(x, split_size_or_sections, dim=0):
     """Pieces of `split_size` along `dim` (the last may be smaller), or of the listed sizes."""
     d = _dim(x, dim, "split")
@@ -84,6 +90,7 @@ def split(x, split_size_or_sections, dim=0):
     return tuple(pieces)
 
 
+@composite("chunk", methods=("chunk",), torch="chunk")
 def chunk(x, chunks, dim=0):
     """`chunks` pieces (or fewer) of equal size along `dim`, the last possibly smaller."""
     if chunks <= 0:
@@ -97,6 +104,8 @@ def _diagonal_rule(node, g):
     return (index_put_add(g, idx, shape),)
 
 
+@primitive("diagonal", grad=_diagonal_rule, batch="diagonal", methods=("diagonal",),
+           torch="diagonal")
 def diagonal(x, offset=0, dim1=0, dim2=1):
     """The diagonal of dims (dim1, dim2) as the last dim: a writable view, as in PyTorch."""
     if not isinstance(x, Tensor):
@@ -128,5 +137,3 @@ def _diagonal_index(shape, a, b, start, n, rest, device):
     index[b] = grids[-1] + start[b]
     return tuple(backend.to_device(i, device) for i in index)
 
-
-__all__ = ["chunk", "diagonal", "narrow", "split", "unbind", "view", "view_as"]

@@ -35,43 +35,7 @@ from kit._creation import (
     zeros_like,
 )
 from kit.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from kit.ops.composite import log_softmax, relu, softmax
-from kit.ops.elementwise import (
-    abs,
-    clamp,
-    cos,
-    div,
-    eq,
-    exp,
-    ge,
-    gt,
-    le,
-    log,
-    lt,
-    maximum,
-    minimum,
-    mul,
-    ne,
-    neg,
-    pow,
-    sigmoid,
-    sign,
-    sin,
-    sqrt,
-    tanh,
-    where,
-)
-from kit.ops.linalg import dot, matmul, mm, outer
-from kit.ops.movement import (
-    flatten,
-    permute,
-    reshape,
-    squeeze,
-    transpose,
-    unsqueeze,
-)
-from kit.ops.sorting import index_add
-from kit.ops.view_ops import chunk, diagonal, narrow, split, unbind
+from kit.ops._registry import published
 from kit.torch import autograd, cuda, nn
 from kit.torch._dtypes import (
     bool,
@@ -115,7 +79,9 @@ from kit.torch._functions import (
     sum,
 )
 
-clip = clamp
+# kit's ops under the names their declarations publish in kit.torch (kit/ops/_registry.py).
+_FROM_REGISTRY = {name: op.fn for name, op in published("torch")}
+globals().update(_FROM_REGISTRY)
 
 
 def __getattr__(name):
@@ -129,16 +95,12 @@ def __getattr__(name):
 
 
 __all__ = [
-    "chunk", "diagonal", "narrow", "split", "unbind",
-    "abs", "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd",
-    "bool", "cat", "clamp", "clip", "concat", "cos", "cuda", "device", "div", "dot", "double",
-    "dtype", "empty", "enable_grad", "eq", "equal", "exp", "eye", "flatten", "float", "float16",
-    "float32", "float64", "from_numpy", "full", "ge", "gt", "half", "index_add", "int", "int16",
-    "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "le", "linspace",
-    "log", "log_softmax", "logsumexp", "long", "lt", "manual_seed", "matmul", "max", "maximum",
-    "mean", "min", "minimum", "mm", "mul", "ne", "neg", "nn", "no_grad", "numel", "ones",
-    "ones_like", "outer", "permute", "pow", "rand", "randint", "randn", "relu", "reshape",
-    "set_grad_enabled", "short", "sigmoid", "sign", "sin", "softmax", "sort", "sqrt", "squeeze",
-    "stack", "sub", "sum", "tanh", "Tensor", "tensor", "transpose", "uint8", "unsqueeze",
-    "where", "zeros", "zeros_like",
+    "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd", "bool",
+    "cat", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad", "equal", "eye",
+    "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int", "int16",
+    "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "linspace", "logsumexp",
+    "long", "manual_seed", "max", "mean", "min", "nn", "no_grad", "numel", "ones", "ones_like",
+    "rand", "randint", "randn", "set_grad_enabled", "short", "sort", "stack", "sub", "sum",
+    "Tensor", "tensor", "uint8", "zeros", "zeros_like",
 ]
+__all__ += sorted(_FROM_REGISTRY)

@@ -1,0 +1,67 @@
+"""The Tensor's operators and methods, in one table: generated from the op registry, plus the few
+methods that are not one op.
+
+`x + y` is `Tensor.__add__`, which is `kit.ops.add`; `x.sum(dim=1)` is `kit.ops.sum` in PyTorch's
+spelling. Each op's declaration (kit/ops/<family>.py, see kit/ops/_registry.py) lists its method
+names; `table()` turns them into methods, and `install()` (run once, by kit.ops) sets them on
+Tensor.
+"""
+
+from __future__ import annotations
+
+from kit._inplace import _clamp_, _clone, _fill_op, _index_add_, _inplace, _setitem, _zero_
+from kit._tensor import Tensor
+from kit.ops import movement, permute, transpose
+from kit.ops._registry import OPS
+
+
+def _named(method, name):
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _from_registry():
+    methods = {}
+    for op in OPS.values():
+        spelt = {}
+        for item in op.methods:
+            name, spelling = (item, None) if isinstance(item, str) else item
+            spelt[name] = op.fn if spelling is None else _named(spelling(op.fn), name)
+        for name in op.inplace:
+            # `add_` does what the method `add` does (with alpha=), `__iadd__` what `add` does.
+            base = spelt.get(name[:-1], op.fn) if not name.startswith("__") else op.fn
+            spelt[name] = _inplace(name, base, op.fast)
+        duplicate = methods.keys() & spelt.keys()
+        if duplicate:
+            raise ValueError(f"kit: Tensor methods {sorted(duplicate)} are declared twice")
+        methods.update(spelt)
+    return methods
+
+
+# Methods that are no single op: spellings of several, or the in-place machinery.
+_OTHERS = {
+    "__pos__": lambda s: s,
+    "expand_as": lambda s, other: movement.expand(s, other.shape),
+    "t": lambda s: transpose(s, 0, 1) if s.ndim == 2 else s,
+    "T": property(lambda s: permute(s, tuple(reversed(range(s.ndim))))),
+    "mT": property(lambda s: transpose(s, -2, -1)),
+    "__setitem__": _setitem,
+    "clone": _clone,
+    "fill_": _inplace("fill_", _fill_op),
+    "copy_": _inplace("copy_", _fill_op),
+    "zero_": _zero_,
+    "clamp_": _clamp_,
+    "index_add_": _index_add_,
+}
+
+
+def table():
+    """Method name -> function (or property), every Tensor operator and method kit.ops defines."""
+    methods = _from_registry()
+    methods.update(_OTHERS)
+    return methods
+
+
+def install():
+    for name, fn in table().items():
+        setattr(Tensor, name, fn)

@@ -1,0 +1,140 @@
+"""Sample inputs for every op in the registry (PyTorch's OpInfo sample inputs).
+
+`SAMPLES[name]` lists `Sample`s for the op declared as `name` (kit/ops/_registry.py). A sample's
+float arrays become float64 leaves that require grad, its other arrays constant tensors, anything
+else is passed as is; `call(fn, *inputs)` says how to call the op when `fn(*inputs)` will not do.
+`torch(torch, *inputs)` is the PyTorch reference when the op's kit.torch name (or its own name)
+is not PyTorch's function of the same arguments; `torch=None` means there is none to compare
+with. The generic tests in test_op_registry.py run every sample: gradcheck and gradgradcheck,
+PyTorch, vmap against a Python loop, and the GPU. A test fails if an op has no sample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from helpers import away_from
+
+RNG = np.random.default_rng(11)
+
+
+def uniform(*shape, low=-2.0, high=2.0):
+    return RNG.uniform(low, high, size=shape)
+
+
+def positive(a):
+    return np.abs(a) + 0.3
+
+
+def nonzero(a):
+    return away_from(a, [0.0], gap=0.3)
+
+
+def distinct(*shape):
+    """Values far apart from each other: no ties, so max, sort and clamp have one derivative."""
+    n = int(np.prod(shape))
+    return (RNG.permutation(n) * 0.37 - n * 0.18).reshape(shape)
+
+
+def F(torch):  # noqa: N802 - PyTorch's spelling, torch.nn.functional as F
+    return torch.nn.functional
+
+
+def _cross_entropy(torch, x, target):
+    return F(torch).cross_entropy(x, target)
+
+
+PYTORCH = object()  # default: the op's kit.torch name, or its own name, in PyTorch
+
+
+@dataclass
+class Sample:
+    args: tuple
+    call: object = None  # call(fn, *inputs); None: fn(*inputs)
+    torch: object = PYTORCH  # torch(torch, *inputs); None: no PyTorch reference
+    order: int = 2  # 2: gradgradcheck too
+    rtol: float = 1e-3  # gradcheck's tolerance (finite differences in float64)
+
+
+def s(*args, call=None, torch=PYTORCH, order=2, rtol=1e-3):
+    return Sample(args, call, torch, order, rtol)
+
+
+A, B = uniform(2, 3), uniform(3)
+M = uniform(3, 4)
+D = distinct(3, 4)
+V = uniform(4)
+BOOL = A > 0
+IDX = np.array([2, 0, 2])
+
+SAMPLES = {
+    # elementwise
+    "add": [s(A, B), s(A, 1.5)], "sub": [s(A, B), s(2.0, A)], "mul": [s(A, B), s(A, -3.0)],
+    "div": [s(A, nonzero(B)), s(1.0, nonzero(A))], "pow": [s(positive(A), B), s(A, 3.0)],
+    "neg": [s(A)], "exp": [s(A)], "log": [s(positive(A))], "sqrt": [s(positive(A))],
+    "log1p": [s(positive(A))], "expm1": [s(A)],
+    "tanh": [s(A)], "sigmoid": [s(A)], "abs": [s(nonzero(A))], "sin": [s(A)], "cos": [s(A)],
+    "maximum": [s(D[:2, :3], A)], "minimum": [s(D[:2, :3], A)],
+    "where": [s(BOOL, A, B)],
+    "clamp": [s(D, call=lambda f, x: f(x, -1.5, 1.2),
+                torch=lambda torch, x: torch.clamp(x, -1.5, 1.2))],
+    "eq": [s(A, A * BOOL)], "ne": [s(A, A * BOOL)], "lt": [s(A, B)], "le": [s(A, B)],
+    "gt": [s(A, B)], "ge": [s(A, B)],
+    "logical_and": [s(BOOL, B > 0)], "logical_or": [s(BOOL, B > 0)],
+    "logical_xor": [s(BOOL, B > 0)], "logical_not": [s(BOOL)],
+    "sign": [s(A, torch=lambda torch, x: torch.sign(x.detach()))],  # PyTorch's has a zero grad
+    # reductions
+    "sum": [s(A), s(M, 1, True)], "mean": [s(A), s(M, (0, 1), False)],
+    "max": [s(D), s(D, 1, False)], "min": [s(D), s(D, 0, True)],
+    "logsumexp": [s(M, 1, False)],
+    "argmax": [s(D, 1, False)], "argmin": [s(D, 0, True)],
+    # linear algebra
+    "matmul": [s(A, M), s(V, uniform(4, 2)), s(uniform(2, 3, 4), V)], "mm": [s(A, M)],
+    "dot": [s(V, uniform(4))], "outer": [s(B, V)],
+    # movement
+    "reshape": [s(M, 2, 6, torch=lambda torch, x, *shape: x.reshape(*shape)), s(M, (-1,))],
+    "permute": [s(uniform(2, 3, 4), 2, 0, 1, torch=lambda torch, x, *dims: x.permute(*dims))],
+    "transpose": [s(uniform(2, 3, 4), 0, 2)],
+    "movedim": [s(uniform(2, 3, 4), 0, -1)], "unsqueeze": [s(A, 1)],
+    "squeeze": [s(uniform(2, 1, 3), 1)], "flatten": [s(uniform(2, 3, 2))],
+    "expand": [s(uniform(3, 1), 3, 4, torch=lambda torch, x, *shape: x.expand(*shape))],
+    "broadcast_to": [s(B, (2, 3), torch=lambda torch, x, shape: x.broadcast_to(shape))],
+    "getitem": [s(M, call=lambda f, x: f(x, (slice(0, 2), 1)),
+                  torch=lambda torch, x: x[0:2, 1]),
+                s(M, IDX, torch=lambda torch, x, i: x[i]),
+                s(M, M > 0, torch=lambda torch, x, mask: x[mask])],
+    "index_put_add": [s(B, call=lambda f, x: f(x, np.array([1, 1, 3]), (5,)), torch=None)],
+    "index_put": [s(M, V, call=lambda f, x, v: f(x, 1, v), torch=None)],
+    "cat": [s(A, uniform(2, 2), call=lambda f, a, b: f([a, b], 1),
+              torch=lambda torch, a, b: torch.cat([a, b], 1))],
+    "stack": [s(A, uniform(2, 3), call=lambda f, a, b: f([a, b], 1),
+                torch=lambda torch, a, b: torch.stack([a, b], 1))],
+    "astype": [s(A, call=lambda f, x: f(x, np.float32), order=1, rtol=0.05, torch=None)],
+    "to": [s(A, call=lambda f, x: f(x, "cpu"), torch=lambda torch, x: x.to("cpu"))],
+    # views (kit/ops/view_ops.py)
+    "view": [s(M, 2, 6, torch=lambda torch, x, *shape: x.view(*shape))],
+    "view_as": [s(M, uniform(2, 6), torch=lambda torch, x, y: x.view_as(y))],
+    "narrow": [s(M, 1, 1, 2)],
+    "unbind": [s(M, call=lambda f, x: f(x, 1)[2], torch=lambda torch, x: torch.unbind(x, 1)[2])],
+    "split": [s(M, call=lambda f, x: f(x, [1, 3], 1)[1],
+                torch=lambda torch, x: torch.split(x, [1, 3], 1)[1])],
+    "chunk": [s(M, call=lambda f, x: f(x, 2, 1)[0],
+                torch=lambda torch, x: torch.chunk(x, 2, 1)[0])],
+    "diagonal": [s(M, 1), s(uniform(2, 3, 3), 0, 1, 2)],
+    # sorting
+    "argsort": [s(D, 1, False), s(D, 0, True)],
+    "sort": [s(D, 1, False), s(D, 0, True)],
+    "index_add": [s(M, uniform(3, 2), call=lambda f, x, src: f(x, 1, np.array([3, 0]), src),
+                    torch=lambda torch, x, src: x.index_add(1, torch.tensor([3, 0]), src))],
+    # composites and losses
+    "relu": [s(nonzero(A))], "softmax": [s(M, 1)], "log_softmax": [s(M, 0)],
+    "cross_entropy": [s(M, np.array([0, 3, 1]), torch=_cross_entropy),
+                      s(M, uniform(3, 4) ** 2, torch=_cross_entropy)],
+    "mse_loss": [s(A, uniform(2, 3), torch=lambda torch, x, t: F(torch).mse_loss(x, t))],
+}
+
+# Binary broadcasting ops: the domain of each operand for the broadcast grid (default: any).
+BROADCAST_DOMAINS = {"div": (None, nonzero), "pow": (positive, None)}
+BROADCAST_SHAPES = [((), ()), ((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3)),
+                    ((4, 1, 3), (2, 1)), ((1,), (2, 2))]
