@@ -201,7 +201,8 @@ def test_logical_ops_and_sign():
     np.testing.assert_array_equal((~p).data, [False, True, False])
     s = kit.sign(leaf([-2.0, 0.0, 3.0]))
     np.testing.assert_array_equal(host(s), [-1.0, 0.0, 1.0])
-    assert not s.requires_grad
+    assert s.requires_grad and s.grad_fn.name() == "SignBackward0"  # tracked, as in PyTorch
+    s.sum().backward()  # with a zero gradient
 
 
 def test_gradients_keep_the_input_dtype():

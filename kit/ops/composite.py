@@ -5,19 +5,35 @@ The exception, with its reason, is cross-entropy against class indices (kit/ops/
 
 from __future__ import annotations
 
+from kit import backend
 from kit._tensor import Tensor
+from kit.ops._record import record
 from kit.ops._registry import composite, last_dim, primitive
-from kit.ops.elementwise import where
+from kit.ops.elementwise import _select, sign, where_
 from kit.ops.losses import _fused_ce_rule, fused_cross_entropy
 from kit.ops.reductions import logsumexp, mean
 from kit.ops.reductions import sum as sum_
 
 
-@composite("relu", methods=("relu",), torch="relu", mx="relu")
+def _relu_rule(node, g, x):
+    # NOTE: the gradient at exactly 0 is 0, as PyTorch's. With create_graph it is g * step(x)
+    # with step made of recorded ops of zero derivative (sign, clamp), so that, as PyTorch's
+    # ReluBackward0, the gradient requires grad and its own derivative is 0, not an error.
+    if isinstance(x, Tensor):
+        return (g * sign(x).clamp(min=0),)
+    return (where_(x > 0, g, 0),)
+
+
+@primitive("relu", grad=_relu_rule, saves="x", batch="elementwise", methods=("relu",),
+           torch="relu", mx="relu")
 def relu(x):
-    """max(x, 0). NOTE: the gradient at exactly 0 is 0, as PyTorch's built-in relu."""
-    # A BatchedTensor (under vmap) has no ._data: compare with the batched op instead.
-    return where(x._data > 0 if type(x) is Tensor else x > 0, x, 0)
+    """max(x, 0), a primitive: PyTorch's relu is one op (ReluBackward0) whose gradient is
+    differentiable in x; as a composite of where it would be neither."""
+    d = x._data
+    if d.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu (kit.relu, as in PyTorch)")
+    return record("relu", _relu_rule, _select(backend.get_array_module(d), d > 0, d, 0), (x,),
+                  (x,))
 
 
 @composite("softmax", methods=(("softmax", last_dim),), torch="softmax")

@@ -25,14 +25,18 @@ from kit.ops._record import (
 )
 from kit.ops._registry import declare, equality, primitive, reflected, with_alpha
 
+_BOOL = np.dtype(bool)
+
 BROADCAST = (
     "they cannot be broadcast together (aligned from the right, each pair of sizes must be equal "
     "or 1). Fix: reshape or unsqueeze one of them, or reduce it first"
 )
 
 
-def _binary(op, compute, rule, saves, **names):
+def _binary(op, compute, rule, saves, check=None, **names):
     def fn(a, b):
+        if check is not None:
+            check(a, b)
         # NOTE: common cases first (two Tensors of one device and dtype, a Tensor and a Python
         # number that keeps its dtype); pair() does the general case.
         if isinstance(a, Tensor):
@@ -55,6 +59,9 @@ def _binary(op, compute, rule, saves, **names):
             out = compute(x, y)
         except ValueError:
             raise shape_error(op, x, y, detail=BROADCAST) from None
+        except OverflowError:  # a Python int that does not fit the tensor's integer dtype
+            a, b, x, y = pair(a, b, op)
+            out = compute(x, y)
         return record(op, rule, out, (a, b), (a, b) if saves else ())
 
     fn.__name__ = fn.__qualname__ = op
@@ -63,15 +70,18 @@ def _binary(op, compute, rule, saves, **names):
                    **names)
 
 
-def _unary(op, compute, rule, save, **names):
+def _unary(op, compute, rule, save, floating=True, **names):
     """A unary primitive: `compute(xp, x)` forward, `rule(node, g, saved)`, saving "x" (the
-    input), "y" (the output) or "" (nothing)."""
+    input), "y" (the output) or "" (nothing). A `floating` op computes an integer or bool input
+    in the default float dtype, as PyTorch (exp of int64 is float32; NumPy gives float64)."""
     saves_output = (OUTPUT,) if save == "y" else ()
 
     def fn(x):
         if not isinstance(x, Tensor):
             raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
         d = x._data
+        if floating and d.dtype.kind in "biu":
+            d = d.astype(float32)
         out = compute(np if type(d) is np.ndarray else backend.get_array_module(d), d)
         return record(op, rule, out, (x,), (x,) if save == "x" else saves_output)
 
@@ -88,10 +98,20 @@ add = _binary(
     methods=("__add__", ("__radd__", reflected), ("add", with_alpha)),
     inplace=("__iadd__", "add_"), fast=operator.iadd, mx=("broadcast_add", "elemwise_add"),
 )
+def _no_bool(a, b):
+    if _BOOL in (getattr(a, "dtype", None), getattr(b, "dtype", None)) or bool in (type(a),
+                                                                                   type(b)):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+
+
 sub = _binary(
     "sub", lambda x, y: x - y, lambda node, g: (g, -g), False,
     methods=("__sub__", ("__rsub__", reflected), ("sub", with_alpha)),
     inplace=("__isub__", "sub_"), fast=operator.isub, mx=("broadcast_sub", "elemwise_sub"),
+    check=_no_bool,
 )
 
 
@@ -157,14 +177,40 @@ def _pow_rule(node, g, a, b, y):
 def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     """Elementwise a ** b (either may be a Python number)."""
     a, b, x, y = pair(a, b, "pow")
+    if type(x) is bool and getattr(y, "dtype", None) == _BOOL:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool' (kit.pow, as in PyTorch)")
+    if getattr(x, "dtype", None) == _BOOL:
+        if getattr(y, "dtype", None) == _BOOL or type(y) is not bool:
+            raise NotImplementedError("\"pow\" not implemented for 'Bool' (kit.pow, as in "
+                                      "PyTorch). Fix: convert first, e.g. x.int() ** y")
+        out = x.copy() if y else backend.get_array_module(x).ones_like(x)  # bool ** True/False
+        return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
     try:
         out = x**y
-    except ValueError:
+    except ValueError as exc:
+        if "negative integer powers" in str(exc):
+            raise RuntimeError("kit.pow: Integers to negative integer powers are not allowed. "
+                               "Fix: use a float base, e.g. x.float() ** -1") from None
         raise shape_error("pow", x, y, detail=BROADCAST) from None
     return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
 
 
-neg = _unary("neg", lambda xp, x: -x, lambda node, g: (-g,), "",
+def _negate(xp, x):
+    if x.dtype == _BOOL:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    return -x
+
+
+def _absolute(xp, x):
+    if x.dtype == _BOOL:
+        raise NotImplementedError("\"abs\" not implemented for 'Bool' (kit.abs, as in PyTorch)")
+    return xp.abs(x)
+
+
+neg = _unary("neg", _negate, lambda node, g: (-g,), "", floating=False,
              methods=("__neg__", "neg"), torch="neg", mx="negative")
 exp = _unary("exp", lambda xp, x: xp.exp(x), lambda node, g, y: (g * y,), "y",
              torch="exp", mx="exp")
@@ -185,12 +231,16 @@ sigmoid = _unary(
     "y",
     torch="sigmoid", mx="sigmoid",
 )
+def _abs_rule(node, g, x):
+    # NOTE: the subgradient at 0 is 0 (sign(0) = 0), as in PyTorch. With create_graph the sign is
+    # a recorded op (its own gradient is 0), so the gradient requires grad as PyTorch's does.
+    if isinstance(x, Tensor):
+        return (g * sign(x),)
+    return (g * as_dtype_of(backend.get_array_module(x).sign(x), g),)
+
+
 abs = _unary(  # noqa: A001
-    "abs",
-    lambda xp, x: xp.abs(x),
-    # NOTE: the subgradient at 0 is 0 (sign(0) = 0), as in PyTorch.
-    lambda node, g, x: (g * as_dtype_of(backend.get_array_module(data_of(x)).sign(data_of(x)), g),),
-    "x",
+    "abs", _absolute, _abs_rule, "x", floating=False,
     methods=("__abs__", "abs"), torch="abs", mx="abs",
 )
 sin = _unary("sin", lambda xp, x: xp.sin(x), lambda node, g, x: (g * cos_(x),), "x",
@@ -227,8 +277,9 @@ def _extremum(op):
 
     fn.__name__ = op
     fn.__doc__ = f"Elementwise {op} of two tensors (gradient split at ties)."
+    # kit.torch's maximum/minimum refuse Python numbers, as PyTorch's (kit/torch/_functions.py)
     return declare(op, fn, grad=_extremum_rule, saves="a, b", batch="broadcasting", methods=(op,),
-                   torch=op, mx=op)
+                   mx=op)
 
 
 maximum = _extremum("maximum")
@@ -373,7 +424,15 @@ def logical_not(x):
     return Tensor(~x._data if x._data.dtype.kind == "b" else x._data == 0)
 
 
-@primitive("sign", batch="elementwise", methods=("sign",), torch="sign")
+def _sign_rule(node, g):
+    return (g * 0,)  # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0
+
+
+@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), torch="sign")
 def sign(x):
-    """Sign of each element (no gradient: it is 0 almost everywhere)."""
-    return Tensor(backend.get_array_module(x._data).sign(x._data))
+    """Sign of each element; recorded with a zero gradient (as PyTorch). bool stays bool."""
+    d = x._data
+    if d.dtype == _BOOL:
+        return Tensor(d.copy())
+    out = backend.get_array_module(d).sign(d)
+    return record("sign", _sign_rule, out, (x,)) if d.dtype.kind == "f" else Tensor(out)

@@ -228,3 +228,23 @@ def numel(input):  # noqa: A002
     6
     """
     return input.numel()
+
+
+def _two_tensors(op):
+    def fn(input, other):  # noqa: A002 - PyTorch's parameter names
+        for position, value in ((1, input), (2, other)):
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"{op}(): argument '{'input' if position == 1 else 'other'}' (position "
+                    f"{position}) must be Tensor, not {type(value).__name__}. Fix: wrap the "
+                    f"number, torch.{op}(x, torch.tensor(2.0)), or use torch.clamp"
+                )
+        return getattr(kit.ops, op)(input, other)
+
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"torch.{op}: elementwise {op} of two tensors (numbers are refused, as PyTorch)."
+    return fn
+
+
+maximum = _two_tensors("maximum")
+minimum = _two_tensors("minimum")
