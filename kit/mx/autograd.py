@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from kit import autograd as kit_autograd
 from kit import backend
+from kit._modes import STATE
 from kit.engine import AccumulateGrad
-from kit.mx.base import MODE, MXNetError, scope
+from kit.mx.base import MXNetError, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
 
 __all__ = [
@@ -54,22 +55,22 @@ def predict_mode():
 
 
 def is_recording():
-    return MODE.recording
+    return STATE.recording
 
 
 def is_training():
-    return MODE.training
+    return STATE.training
 
 
 def set_recording(is_recording):  # noqa: A002
-    """Set the recording flag; returns the previous value."""
-    previous, MODE.recording = MODE.recording, bool(is_recording)
+    """Set this thread's recording flag outside any block; returns the previous value."""
+    previous, STATE.recording = STATE.recording, bool(is_recording)
     return previous
 
 
 def set_training(train_mode):  # noqa: A002
-    """Set the training flag; returns the previous value."""
-    previous, MODE.training = MODE.training, bool(train_mode)
+    """Set this thread's training flag outside any block; returns the previous value."""
+    previous, STATE.training = STATE.training, bool(train_mode)
     return previous
 
 
@@ -193,7 +194,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     heads, outputs, grads = _heads(heads, head_grads, "grad")
     _graph_variables(outputs)
     retain_graph = create_graph if retain_graph is None else retain_graph
-    recording = True if create_graph else MODE.recording
+    recording = True if create_graph else STATE.recording
     with scope(recording=recording, training=train_mode):
         found = kit_autograd.grad(outputs, [v._t for v in variables], grads,
                                   retain_graph=retain_graph, create_graph=create_graph,

@@ -1,8 +1,9 @@
-"""What every part of kit.mx shares: MXNet's error type and the recording/training state."""
+"""What every part of kit.mx shares: MXNet's error type and the recording/training modes."""
 
 from __future__ import annotations
 
-from kit.grad_mode import STATE
+from kit._modes import STATE, Mode
+from kit.grad_mode import GradMode
 
 
 class MXNetError(RuntimeError):
@@ -21,49 +22,32 @@ def reported(exc):
     return exc
 
 
-class _Mode:
-    """MXNet's two flags: is a graph being recorded, and is the forward in training mode."""
-
-    __slots__ = ("recording", "training")
-
-    def __init__(self):
-        self.recording = False
-        self.training = False
-
-
-MODE = _Mode()
-
-
 def run(fn, *args, **kwargs):
     """Call a kit op with kit's grad mode set to MXNet's recording flag.
 
     NOTE: kit records by default (as PyTorch); MXNet records only inside autograd.record(), so
-    every kit.mx op runs with kit's flag forced to MXNet's.
+    every kit.mx op runs with kit's grad mode set to MXNet's recording flag.
     """
-    previous = STATE.enabled
-    STATE.enabled = MODE.recording
-    try:
+    with GradMode(STATE.recording):
         return fn(*args, **kwargs)
-    finally:
-        STATE.enabled = previous
 
 
-class scope:  # noqa: N801 - used like autograd.record()
-    """Set the recording and/or training flag for a `with` block (None leaves a flag alone)."""
+class scope(Mode):  # noqa: N801 - used like autograd.record()
+    """Set the recording and/or training flag for a `with` block (None leaves a flag alone).
+
+    An entry on the thread's stack of modes (kit/_modes.py): per thread, as in MXNet.
+    """
+
+    __slots__ = ("recording", "training")
 
     def __init__(self, recording=None, training=None):
-        self._recording = recording
-        self._training = training
-        self._saved = []
+        self.recording = recording
+        self.training = training
 
-    def __enter__(self):
-        self._saved.append((MODE.recording, MODE.training))
-        if self._recording is not None:
-            MODE.recording = bool(self._recording)
-        if self._training is not None:
-            MODE.training = bool(self._training)
-        return self
-
-    def __exit__(self, *exc):
-        MODE.recording, MODE.training = self._saved.pop()
-        return False
+    def switches(self, state):
+        values = {}
+        if self.recording is not None:
+            values["recording"] = bool(self.recording)
+        if self.training is not None:
+            values["training"] = bool(self.training)
+        return values
