@@ -5,48 +5,115 @@ one stack: entering a block pushes it, leaving the block pops it (also when the 
 decorated generators re-enter it around each resume, kit/grad_mode.py). Each thread has its own
 stack, so grad mode and kit.mx's recording are per thread, as in PyTorch and MXNet.
 
-An entry sets some of the thread's switches (the attributes of `STATE` below) and popping it puts
-their earlier values back. The switches are a cache of what the stack means, kept in step by
-`enter` and `leave`, so the hot path pays one attribute read: every primitive asks `depth` ("is a
-vmap active?"), every recorded op asks `enabled` ("is grad mode on?").
+An entry sets some of the thread's switches (below) and popping it puts their earlier values
+back. The hot path reads them as attributes of `STATE` (also `kit.ops._vmap.VMAP`): every
+primitive asks `VMAP.depth` ("is a vmap active?"), every recorded op `STATE.enabled` ("is grad
+mode on?"). Those reads stay as cheap as a plain class attribute, because `STATE` is a cache:
+while no thread has a switch away from its default, that switch is a plain class attribute of
+`STATE`'s class holding the default; once one thread moves it, it becomes a property reading
+each thread's own value, until every thread is back (checked when a thread's stack empties).
 
 >>> import kit
->>> from kit._modes import STATE
+>>> from kit._modes import STATE, stack
 >>> with kit.no_grad():
-...     [type(mode).__name__ for mode, _ in STATE.stack], STATE.enabled
+...     [type(mode).__name__ for mode in stack()], STATE.enabled
 (['no_grad'], False)
->>> STATE.stack, STATE.enabled
+>>> stack(), STATE.enabled
 ([], True)
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 
 
 class _Switches(threading.local):
-    """This thread's stack of modes and the switches they set (fresh threads start here)."""
+    """This thread's stack of modes and the switches they set.
 
+    NOTE: the defaults are class attributes, not set in __init__: a thread reads them until it
+    sets its own, and a threading.local without __init__ reads faster.
+    """
+
+    stack = ()  # (mode, the values it replaced), innermost last; a tuple: the default is shared
+    grad = True  # grad mode (is_grad_enabled)
+    inference = False  # inference_mode
+    enabled = True  # record ops for backward: grad mode on and not inference mode
+    anomaly = False  # detect_anomaly
+    keep_outputs = False  # new nodes keep a weak reference to their output (kit.viz)
+    depth = 0  # > 0: primitives dispatch BatchedTensors (kit.func.vmap)
+    transforms = 0  # > 0: Function.apply is routed through kit.func
+    grad_levels = 0  # kit.func grad-like transforms running (nested: create_graph)
+    jvp_backward = None  # kit.func.jvp records FunctionNode backwards through this
+    recording = False  # kit.mx autograd.record()
+    training = False  # kit.mx train_mode()
+
+
+_THREAD = _Switches()
+DEFAULTS = {name: value for name, value in vars(_Switches).items()
+            if not name.startswith("_") and name != "stack"}
+
+
+class _Shared:
+    """What the hot path reads: each switch's default while every thread has it, else a property
+    reading the calling thread's value (`STATE`; never written directly, see `set_switch`)."""
+
+    __slots__ = ()
     # kit.func's hooks for the primitives, the same in every thread (kit/ops/_vmap.py)
     dispatch = None
     function = None
 
-    def __init__(self):
-        self.stack = []  # (mode, the values it replaced), innermost last
-        self.grad = True  # grad mode (is_grad_enabled)
-        self.inference = False  # inference_mode
-        self.enabled = True  # record ops for backward: grad mode on and not inference mode
-        self.anomaly = False  # detect_anomaly
-        self.keep_outputs = False  # new nodes keep a weak reference to their output (kit.viz)
-        self.depth = 0  # > 0: primitives dispatch BatchedTensors (kit.func.vmap)
-        self.transforms = 0  # > 0: Function.apply is routed through kit.func
-        self.grad_levels = 0  # kit.func grad-like transforms running (nested: create_graph)
-        self.jvp_backward = None  # kit.func.jvp records FunctionNode backwards through this
-        self.recording = False  # kit.mx autograd.record()
-        self.training = False  # kit.mx train_mode()
+
+for _name, _value in DEFAULTS.items():
+    setattr(_Shared, _name, _value)
+STATE = _Shared()
+
+# NOTE: property(partial(getattr, ...)) runs no Python frame: the slow path stays ~40 ns a read.
+_PER_THREAD = {name: property(functools.partial(getattr, _THREAD, name)) for name in DEFAULTS}
+_AWAY = dict.fromkeys(DEFAULTS, 0)  # how many threads have each switch away from its default
+_VIEWED = set()  # the switches STATE reads per thread now
+_LOCK = threading.Lock()
 
 
-STATE = _Switches()
+def _set(name, value):
+    """Set this thread's switch; `STATE` reads it per thread from now on if it is not default."""
+    default = DEFAULTS[name]
+    was_away = getattr(_THREAD, name) != default
+    setattr(_THREAD, name, value)
+    away = value != default
+    if away != was_away:
+        with _LOCK:
+            _AWAY[name] += 1 if away else -1
+            if away and name not in _VIEWED:
+                setattr(_Shared, name, _PER_THREAD[name])
+                _VIEWED.add(name)
+
+
+def _settle():
+    """Switches that every thread has back at their default become plain attributes again."""
+    if not _VIEWED:
+        return
+    with _LOCK:
+        for name in [name for name in _VIEWED if _AWAY[name] == 0]:
+            setattr(_Shared, name, DEFAULTS[name])
+            _VIEWED.discard(name)
+
+
+def set_switch(name, value):
+    """Set this thread's switch outside any block (PyTorch's plain `set_grad_enabled` call)."""
+    _set(name, value)
+    if not _THREAD.stack:
+        _settle()
+
+
+def switch(name):
+    """This thread's value of a switch."""
+    return getattr(_THREAD, name)
+
+
+def stack():
+    """This thread's modes, outermost first."""
+    return [mode for mode, _ in _THREAD.stack]
 
 
 class Mode:
@@ -72,29 +139,32 @@ class Mode:
 
 def enter(mode):
     """Push `mode` on this thread's stack and apply its switches; returns it (for `leave`)."""
-    state = STATE
-    values = mode.switches(state)
-    state.stack.append((mode, {name: getattr(state, name) for name in values}))
+    thread = _THREAD
+    values = mode.switches(thread)
+    thread.stack += ((mode, {name: getattr(thread, name) for name in values}),)
     for name, value in values.items():
-        setattr(state, name, value)
+        _set(name, value)
     return mode
 
 
 def leave(mode):
     """Pop `mode` (the innermost entry of it) and put back the switches it replaced."""
-    stack = STATE.stack
-    index = len(stack) - 1
+    entries = _THREAD.stack
+    index = len(entries) - 1
     # NOTE: only a generator suspended inside a `with` block leaves out of order; like PyTorch's
     # modes, the entry then restores what it replaced.
-    while index >= 0 and stack[index][0] is not mode:
+    while index >= 0 and entries[index][0] is not mode:
         index -= 1
     if index < 0:
         raise RuntimeError(f"{type(mode).__name__} left without being entered")
-    _, saved = stack.pop(index)
+    saved = entries[index][1]
+    _THREAD.stack = entries[:index] + entries[index + 1:]
     for name, value in saved.items():
-        setattr(STATE, name, value)
+        _set(name, value)
+    if not _THREAD.stack:
+        _settle()
 
 
 def active(kind):
     """The entries of type `kind` on this thread's stack, outermost first."""
-    return [mode for mode, _ in STATE.stack if isinstance(mode, kind)]
+    return [mode for mode, _ in _THREAD.stack if isinstance(mode, kind)]

@@ -13,7 +13,7 @@ import functools
 import inspect
 import sys
 
-from kit._modes import STATE, Mode
+from kit._modes import STATE, Mode, set_switch
 
 __all__ = [
     "STATE", "detect_anomaly", "enable_grad", "inference_mode", "is_anomaly_enabled",
@@ -181,8 +181,8 @@ class set_grad_enabled(GradMode):  # noqa: N801
 
 def _set_grad(flag):
     """Set this thread's grad mode outside any block (what PyTorch's plain call does)."""
-    STATE.grad = flag
-    STATE.enabled = flag and not STATE.inference
+    set_switch("grad", flag)
+    set_switch("enabled", flag and not STATE.inference)
 
 
 class inference_mode(_Decorator):  # noqa: N801

@@ -15,7 +15,7 @@ from torch_oracle import is_kit, libraries
 
 import kit
 import kit.mx as mx
-from kit._modes import STATE
+from kit._modes import STATE, stack, switch
 from kit.func import grad, jvp, vjp, vmap
 
 DEFAULTS = {"grad": True, "inference": False, "enabled": True, "anomaly": False,
@@ -24,11 +24,11 @@ DEFAULTS = {"grad": True, "inference": False, "enabled": True, "anomaly": False,
 
 
 def switches():
-    return {name: getattr(STATE, name) for name in DEFAULTS}
+    return {name: switch(name) for name in DEFAULTS}
 
 
 def assert_clean():
-    assert STATE.stack == [] and switches() == DEFAULTS
+    assert stack() == [] and switches() == DEFAULTS
 
 
 def in_threads(*targets):
@@ -79,7 +79,7 @@ def test_a_new_thread_starts_with_the_default_modes():
     seen = []
     with kit.no_grad(), mx.autograd.record():
         in_threads(lambda: seen.append((kit.is_grad_enabled(), mx.autograd.is_recording(),
-                                        STATE.stack)))
+                                        stack())))
     assert seen == [(True, False, [])]
 
 
@@ -182,6 +182,21 @@ def test_vmap_in_one_thread_does_not_batch_another():
     assert seen == {"vmap": (3, 2), "plain": ((3, 2), 0, 0)}
 
 
+def test_the_hot_path_reads_plain_attributes_while_every_thread_has_the_defaults():
+    """STATE is a cache: a switch no thread has moved is a plain class attribute (as cheap as
+    before the stack); a moved one reads each thread's own value until all are back."""
+    shared = vars(type(STATE))
+    assert shared["enabled"] is True and shared["depth"] == 0
+    with kit.no_grad():
+        assert isinstance(vars(type(STATE))["enabled"], property) and not STATE.enabled
+        assert vars(type(STATE))["depth"] == 0  # a switch nobody moved stays plain
+        with kit.enable_grad():
+            assert STATE.enabled
+    assert vars(type(STATE))["enabled"] is True
+    with pytest.raises(AttributeError):
+        STATE.enabled = False  # only modes (and set_grad_enabled's plain call) set switches
+
+
 # --- undone on exceptions ---------------------------------------------------------------------
 class BoomError(Exception):
     pass
@@ -276,13 +291,13 @@ def test_a_backward_that_raises_restores_grad_mode():
 def test_importing_kit_viz_changes_nothing_in_what_is_recorded():
     script = """
 import kit
-from kit._modes import STATE
+from kit._modes import STATE, stack, switch
 
 def recorded():
     x = kit.tensor([1.0, 2.0], requires_grad=True)
     y = (x * 3).exp()
     return (y.grad_fn.outputs(), y.grad_fn.next_functions[0][0].outputs(),
-            sorted(vars(STATE).items(), key=str))
+            sorted(vars(type(STATE)).items(), key=str))
 
 before = recorded()
 import kit.viz
@@ -420,7 +435,7 @@ def test_a_generator_suspended_inside_a_block_leaves_out_of_order_as_pytorch_doe
     with kit.enable_grad():
         assert next(g) is False  # the generator's no_grad is now above enable_grad
     assert kit.is_grad_enabled()  # as in PyTorch: enable_grad put back what it replaced
-    assert STATE.stack and not STATE.stack[-1][0].flag  # the generator's no_grad is still on
+    assert not stack()[-1].flag  # the generator's no_grad is still on
     assert next(g) is True  # and, leaving, restores what it replaced
     assert_clean()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kit import autograd as kit_autograd
 from kit import backend
-from kit._modes import STATE
+from kit._modes import STATE, set_switch
 from kit.engine import AccumulateGrad
 from kit.mx.base import MXNetError, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
@@ -64,13 +64,15 @@ def is_training():
 
 def set_recording(is_recording):  # noqa: A002
     """Set this thread's recording flag outside any block; returns the previous value."""
-    previous, STATE.recording = STATE.recording, bool(is_recording)
+    previous = STATE.recording
+    set_switch("recording", bool(is_recording))
     return previous
 
 
 def set_training(train_mode):  # noqa: A002
     """Set this thread's training flag outside any block; returns the previous value."""
-    previous, STATE.training = STATE.training, bool(train_mode)
+    previous = STATE.training
+    set_switch("training", bool(train_mode))
     return previous
 
 
