@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 
 
 class _Switches(threading.local):
@@ -47,11 +48,13 @@ class _Switches(threading.local):
     jvp_backward = None  # kit.func.jvp records FunctionNode backwards through this
     recording = False  # kit.mx autograd.record()
     training = False  # kit.mx train_mode()
+    away = None  # the names of this thread's switches away from their defaults, once it has any
+    guard = None  # dropped with this thread's values when it ends: they stop counting (_forget)
 
 
 _THREAD = _Switches()
 DEFAULTS = {name: value for name, value in vars(_Switches).items()
-            if not name.startswith("_") and name != "stack"}
+            if not name.startswith("_") and name not in ("stack", "away", "guard")}
 
 
 class _Shared:
@@ -72,21 +75,44 @@ STATE = _Shared()
 _PER_THREAD = {name: property(functools.partial(getattr, _THREAD, name)) for name in DEFAULTS}
 _AWAY = dict.fromkeys(DEFAULTS, 0)  # how many threads have each switch away from its default
 _VIEWED = set()  # the switches STATE reads per thread now
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
+
+
+class _Guard:
+    __slots__ = ("__weakref__",)
+
+
+def _forget(names):
+    """A thread ended: its switches no longer count as away."""
+    with _LOCK:
+        for name in names:
+            _AWAY[name] -= 1
 
 
 def _set(name, value):
     """Set this thread's switch; `STATE` reads it per thread from now on if it is not default."""
+    thread = _THREAD
     default = DEFAULTS[name]
-    was_away = getattr(_THREAD, name) != default
-    setattr(_THREAD, name, value)
+    was_away = getattr(thread, name) != default
+    setattr(thread, name, value)
     away = value != default
-    if away != was_away:
-        with _LOCK:
-            _AWAY[name] += 1 if away else -1
-            if away and name not in _VIEWED:
+    if away == was_away:
+        return
+    names = thread.away
+    if names is None:
+        names = thread.away = set()
+        thread.guard = _Guard()
+        weakref.finalize(thread.guard, _forget, names).atexit = False
+    with _LOCK:
+        if away:
+            names.add(name)
+            _AWAY[name] += 1
+            if name not in _VIEWED:
                 setattr(_Shared, name, _PER_THREAD[name])
                 _VIEWED.add(name)
+        else:
+            names.discard(name)
+            _AWAY[name] -= 1
 
 
 def _settle():

@@ -122,6 +122,15 @@ def test_two_threads_run_backward_on_separate_graphs_at_once():
     assert_clean()
 
 
+def test_a_thread_that_ends_with_grad_mode_off_leaves_the_others_alone():
+    in_threads(lambda: kit.set_grad_enabled(False))  # a plain call: nothing restores it
+    assert kit.is_grad_enabled() and STATE.enabled
+    assert (kit.tensor([1.0], requires_grad=True) * 2).requires_grad
+    with kit.no_grad():
+        pass
+    assert vars(type(STATE))["enabled"] is True  # the ended thread no longer counts
+
+
 def test_mxnet_modes_are_per_thread():
     barrier = threading.Barrier(2, timeout=30)
     seen = {}
