@@ -36,7 +36,7 @@ class _Switches(threading.local):
     sets its own, and a threading.local without __init__ reads faster.
     """
 
-    stack = ()  # (mode, the values it replaced), innermost last; a tuple: the default is shared
+    entries = None  # [(mode, the values it replaced)], innermost last (made on first use)
     grad = True  # grad mode (is_grad_enabled)
     inference = False  # inference_mode
     enabled = True  # record ops for backward: grad mode on and not inference mode
@@ -54,7 +54,7 @@ class _Switches(threading.local):
 
 _THREAD = _Switches()
 DEFAULTS = {name: value for name, value in vars(_Switches).items()
-            if not name.startswith("_") and name not in ("stack", "away", "guard")}
+            if not name.startswith("_") and name not in ("entries", "away", "guard")}
 
 
 class _Shared:
@@ -92,34 +92,42 @@ def _forget(names):
 def _set(name, value):
     """Set this thread's switch; `STATE` reads it per thread from now on if it is not default."""
     thread = _THREAD
-    default = DEFAULTS[name]
-    was_away = getattr(thread, name) != default
     setattr(thread, name, value)
-    away = value != default
-    if away == was_away:
-        return
+    if value != DEFAULTS[name]:
+        names = thread.away
+        if names is None or name not in names:
+            _mark_away(thread, name)
+
+
+def _mark_away(thread, name):
     names = thread.away
     if names is None:
         names = thread.away = set()
         thread.guard = _Guard()
         weakref.finalize(thread.guard, _forget, names).atexit = False
     with _LOCK:
-        if away:
-            names.add(name)
-            _AWAY[name] += 1
-            if name not in _VIEWED:
-                setattr(_Shared, name, _PER_THREAD[name])
-                _VIEWED.add(name)
-        else:
-            names.discard(name)
-            _AWAY[name] -= 1
+        names.add(name)
+        _AWAY[name] += 1
+        if name not in _VIEWED:
+            setattr(_Shared, name, _PER_THREAD[name])
+            _VIEWED.add(name)
 
 
 def _settle():
-    """Switches that every thread has back at their default become plain attributes again."""
-    if not _VIEWED:
+    """This thread's switches back at their defaults stop counting as away, and the switches
+    every thread has at their default become plain attributes again.
+
+    NOTE: run when the thread's stack empties, not at each change: inside a vmap the depth goes
+    to 0 and back for every primitive, and counting stays off that path. Counting a thread as
+    away for longer than it is only means reading its own value, which is never wrong.
+    """
+    names = _THREAD.away or set()
+    if not names and not _VIEWED:
         return
     with _LOCK:
+        for name in [name for name in names if getattr(_THREAD, name) == DEFAULTS[name]]:
+            names.discard(name)
+            _AWAY[name] -= 1
         for name in [name for name in _VIEWED if _AWAY[name] == 0]:
             setattr(_Shared, name, DEFAULTS[name])
             _VIEWED.discard(name)
@@ -128,7 +136,7 @@ def _settle():
 def set_switch(name, value):
     """Set this thread's switch outside any block (PyTorch's plain `set_grad_enabled` call)."""
     _set(name, value)
-    if not _THREAD.stack:
+    if not _THREAD.entries:
         _settle()
 
 
@@ -139,7 +147,7 @@ def switch(name):
 
 def stack():
     """This thread's modes, outermost first."""
-    return [mode for mode, _ in _THREAD.stack]
+    return [mode for mode, _ in _THREAD.entries or ()]
 
 
 class Mode:
@@ -166,31 +174,33 @@ class Mode:
 def enter(mode):
     """Push `mode` on this thread's stack and apply its switches; returns it (for `leave`)."""
     thread = _THREAD
-    values = mode.switches(thread)
-    thread.stack += ((mode, {name: getattr(thread, name) for name in values}),)
-    for name, value in values.items():
+    saved = {}
+    for name, value in mode.switches(thread).items():
+        saved[name] = getattr(thread, name)
         _set(name, value)
+    entries = thread.entries
+    if entries is None:
+        entries = thread.entries = []
+    entries.append((mode, saved))
     return mode
 
 
 def leave(mode):
     """Pop `mode` (the innermost entry of it) and put back the switches it replaced."""
-    entries = _THREAD.stack
-    index = len(entries) - 1
+    entries = _THREAD.entries
+    index = len(entries) - 1 if entries else -1
     # NOTE: only a generator suspended inside a `with` block leaves out of order; like PyTorch's
     # modes, the entry then restores what it replaced.
     while index >= 0 and entries[index][0] is not mode:
         index -= 1
     if index < 0:
         raise RuntimeError(f"{type(mode).__name__} left without being entered")
-    saved = entries[index][1]
-    _THREAD.stack = entries[:index] + entries[index + 1:]
-    for name, value in saved.items():
+    for name, value in entries.pop(index)[1].items():
         _set(name, value)
-    if not _THREAD.stack:
+    if not entries:
         _settle()
 
 
 def active(kind):
     """The entries of type `kind` on this thread's stack, outermost first."""
-    return [mode for mode, _ in _THREAD.stack if isinstance(mode, kind)]
+    return [mode for mode, _ in _THREAD.entries or () if isinstance(mode, kind)]
