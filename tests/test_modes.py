@@ -42,10 +42,15 @@ def in_threads(*targets):
             errors.append(exc)
 
     threads = [threading.Thread(target=guarded, args=(t,)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often: interleave their modes
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    finally:
+        sys.setswitchinterval(interval)
     if errors:
         raise errors[0]
 
@@ -119,6 +124,38 @@ def test_two_threads_run_backward_on_separate_graphs_at_once():
     for name in data:
         for g in results[name]:
             np.testing.assert_array_equal(g, expected[name])
+    assert_clean()
+
+
+def test_many_threads_switching_modes_each_see_their_own():
+    """The shared view of the switches turns per-thread and back while threads enter and leave
+    modes at random; every thread must always see its own mode."""
+    x = kit.tensor([1.0], requires_grad=True)
+
+    def worker(seed):
+        def run():
+            rng = np.random.default_rng(seed)
+            for _ in range(300):
+                expected = []
+                modes = []
+                for _ in range(rng.integers(0, 3)):
+                    off = bool(rng.integers(0, 2))
+                    modes.append(kit.no_grad() if off else kit.enable_grad())
+                    expected.append(not off)
+                for mode in modes:
+                    mode.__enter__()
+                want = expected[-1] if expected else True
+                assert kit.is_grad_enabled() is want and STATE.enabled is want
+                assert (x * 2).requires_grad is want
+                for mode in reversed(modes):
+                    mode.__exit__(None, None, None)
+                assert STATE.enabled and (x * 2).requires_grad
+        return run
+
+    in_threads(*(worker(seed) for seed in range(4)))
+    with kit.no_grad():
+        pass
+    assert vars(type(STATE))["enabled"] is True
     assert_clean()
 
 
