@@ -8,6 +8,7 @@ kit/func/_batched.py). `transforms` counts the active kit.func transforms (vmap,
 """
 
 from kit._modes import STATE as VMAP
+from kit._modes import install as _install
 
 __all__ = ["VMAP", "install"]
 
@@ -15,6 +16,5 @@ __all__ = ["VMAP", "install"]
 def install(dispatch, function):
     """Set, for every thread, `dispatch(op_name, fn, *args, **kwargs)` (a primitive under vmap)
     and `function(cls, args, kwargs)` (Function.apply under a transform). Done by kit.func."""
-    switches = type(VMAP)
-    switches.dispatch = staticmethod(dispatch)
-    switches.function = staticmethod(function)
+    _install("dispatch", dispatch)
+    _install("function", function)
