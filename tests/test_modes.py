@@ -246,6 +246,28 @@ def test_the_hot_path_reads_plain_attributes_while_every_thread_has_the_defaults
         STATE.enabled = False  # only modes (and set_grad_enabled's plain call) set switches
 
 
+def test_kit_func_transforms_in_two_threads_at_once():
+    """grad levels, vmap levels and jvp are per thread: nested transforms in two threads at the
+    same time each get their own right answer."""
+    results = {}
+
+    def second_derivative():
+        x = kit.tensor(2.0, dtype=kit.float64)
+        results["grad"] = [float(grad(grad(lambda t: t ** 3))(x)) for _ in range(40)]
+
+    def per_sample():
+        xs = kit.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=kit.float64)
+        results["vmap"] = [vmap(grad(lambda r: (r * r).sum()))(xs).numpy().tolist()
+                           for _ in range(40)]
+        results["jvp"] = float(jvp(lambda t: t.sin(), (kit.tensor(0.0),), (kit.tensor(1.0),))[1])
+
+    in_threads(second_derivative, per_sample)
+    assert results["grad"] == [12.0] * 40
+    assert results["vmap"] == [[[2.0, 4.0], [6.0, 8.0]]] * 40
+    assert results["jvp"] == pytest.approx(1.0)
+    assert_clean()
+
+
 # --- undone on exceptions ---------------------------------------------------------------------
 class BoomError(Exception):
     pass
