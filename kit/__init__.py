@@ -42,8 +42,10 @@ from kit.function import Function, FunctionCtx, once_differentiable
 from kit.grad_mode import (
     detect_anomaly,
     enable_grad,
+    inference_mode,
     is_anomaly_enabled,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
 )
@@ -56,9 +58,9 @@ synchronize = backend.synchronize
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Tensor", "arange", "backend", "backward",
     "bool_", "detect_anomaly", "empty", "enable_grad", "eye", "float16", "float32", "float64",
-    "from_numpy", "full", "func", "grad", "gradcheck", "gradgradcheck", "int8", "int16", "int32",
-    "int64",
-    "is_anomaly_enabled", "is_grad_enabled", "linspace", "manual_seed", "no_grad",
+    "from_numpy", "full", "func", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8",
+    "int16", "int32", "int64", "is_anomaly_enabled", "is_grad_enabled",
+    "is_inference_mode_enabled", "linspace", "manual_seed", "no_grad",
     "once_differentiable", "ones", "ones_like", "rand", "randint", "randn", "set_grad_enabled",
     "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,
 ]

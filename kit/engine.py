@@ -20,7 +20,8 @@ import weakref
 import numpy as np
 
 from kit import backend
-from kit.grad_mode import STATE
+from kit._modes import enter, leave
+from kit.grad_mode import STATE, GradMode, no_grad
 
 FREED = object()  # Node.saved once released after a backward without retain_graph
 _FREED = FREED
@@ -325,8 +326,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
              if not differentiable and g is not None}
     ready = [node for node in buffers if deps.get(node, 0) == 0]
     anomaly = STATE.anomaly
-    previous = STATE.enabled
-    STATE.enabled = differentiable
+    mode = enter(GradMode(differentiable))
     # NOTE: as in PyTorch, inf/nan in gradients propagate silently; detect_anomaly finds them.
     errors = np.seterr(all="ignore")
     pop_ready, push_ready = ready.pop, ready.append
@@ -394,7 +394,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                 if left == 0:
                     push_ready(nxt)
     finally:
-        STATE.enabled = previous
+        leave(mode)
         np.seterr(**errors)
     if captured is None:
         return None
@@ -408,12 +408,8 @@ def node_vjp(node, grads):
     it sends back along each entry of `next_functions` (an array, or None), broadcasting undone.
     First order; the graph is kept, no hook runs and no `.grad` changes.
     """
-    previous = STATE.enabled
-    STATE.enabled = False
-    try:
+    with no_grad():
         in_grads = node.apply(list(grads), False)
-    finally:
-        STATE.enabled = previous
     passed = []
     for index, edge in enumerate(node.next_functions):
         g = in_grads[index] if index < len(in_grads) else None

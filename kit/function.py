@@ -21,15 +21,7 @@ from kit.engine import FREED, NO_EDGE, Node, SavedOutput
 from kit.grad_mode import STATE, no_grad
 from kit.ops._vmap import VMAP
 
-__all__ = ["FORWARD_MODE", "Function", "FunctionCtx", "FunctionNode", "once_differentiable"]
-
-
-class FORWARD_MODE:  # noqa: N801 - a switch, like kit.ops._vmap.VMAP
-    """Written only by kit.func (kit/func/_function_jvp.py): while jvp / jacfwd record a
-    backward pass to differentiate it with respect to its incoming gradients, `backward` is
-    set and every FunctionNode's recorded backward goes through it."""
-
-    backward = None  # backward(node, grads) -> one gradient per input
+__all__ = ["Function", "FunctionCtx", "FunctionNode", "once_differentiable"]
 
 
 class FunctionNode(Node):
@@ -85,7 +77,7 @@ class FunctionNode(Node):
             ) from None
 
     def apply(self, grads, differentiable):
-        through_jvp = FORWARD_MODE.backward
+        through_jvp = STATE.jvp_backward  # set while kit.func.jvp records (_function_jvp.py)
         if through_jvp is not None and differentiable:
             return through_jvp(self, grads)  # kit.func.jvp is recording this backward
         return self.run_backward(grads, differentiable)

@@ -1,75 +1,123 @@
-"""Grad modes: whether new operations are recorded, and anomaly detection.
+"""Grad modes: whether new operations are recorded, inference mode, anomaly detection.
 
-Each of `no_grad`, `enable_grad`, `set_grad_enabled` and `detect_anomaly` works as a context manager
-and as a decorator, as in PyTorch.
+Each mode is an entry on the thread's stack of modes (kit/_modes.py), so it is per thread and is
+undone when its block ends, also by an exception. As in PyTorch, each works as a context manager
+and as a decorator (`@kit.no_grad` and `@kit.enable_grad` also bare); a decorated generator runs
+under the mode each time it resumes, and the caller's mode is back while it is suspended.
+`set_grad_enabled` also works as a plain call.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 
+from kit._modes import STATE, Mode, set_switch
 
-class _State:
-    __slots__ = ("enabled", "anomaly", "keep_outputs")
-
-    def __init__(self):
-        self.enabled = True
-        self.anomaly = False
-        self.keep_outputs = False
-
-
-STATE = _State()
+__all__ = [
+    "STATE", "detect_anomaly", "enable_grad", "inference_mode", "is_anomaly_enabled",
+    "is_grad_enabled", "is_inference_mode_enabled", "keep_output_refs", "no_grad",
+    "set_grad_enabled",
+]
 
 
 def is_grad_enabled() -> bool:
-    """True when new operations are recorded for backward."""
-    return STATE.enabled
+    """True when grad mode is on (new operations are recorded, outside inference mode)."""
+    return STATE.grad
+
+
+def is_inference_mode_enabled() -> bool:
+    return STATE.inference
 
 
 def is_anomaly_enabled() -> bool:
     return STATE.anomaly
 
 
-def keep_output_refs(flag: bool = True) -> None:
-    """Let graph nodes recorded from now on reach their output tensors while those are alive.
+def decorate(make_mode, fn):
+    """`fn` running under a fresh `make_mode()` on each call (each resume, for a generator)."""
+    if inspect.isgeneratorfunction(fn):
+        return _generator(make_mode, fn)
 
-    Tools that draw a graph with its intermediate values (kit.viz turns this on when imported)
-    need it; it costs a weak reference per recorded op, so it is off otherwise.
-    """
-    STATE.keep_outputs = bool(flag)
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with make_mode():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
-class _Mode:
-    """Base for the context managers: set a flag on entry, restore it on exit."""
+def _generator(make_mode, fn):
+    # NOTE: as PyTorch's _wrap_generator: the mode is entered around each step of the generator
+    # only, so code between two `next` calls keeps its own mode.
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with make_mode():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with make_mode():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with make_mode():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with make_mode():
+                        response = gen.send(request)
+        except StopIteration as stop:
+            return stop.value
 
-    _flag = "enabled"
+    return wrapper
 
-    def __init__(self, value):
-        self._value = value
-        self._saved = []
 
-    def __enter__(self):
-        self._saved.append(getattr(STATE, self._flag))
-        setattr(STATE, self._flag, self._value)
-        return self
+class _Decorator(Mode):
+    """A mode that is also a decorator; each call of the decorated function gets a fresh copy."""
 
-    def __exit__(self, *exc):
-        setattr(STATE, self._flag, self._saved.pop())
-        return False
+    __slots__ = ()
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with type(self)(*self._args()):
-                return fn(*args, **kwargs)
+        return decorate(self.clone, fn)
 
-        return wrapper
-
-    def _args(self):
-        return (self._value,)
+    def clone(self):
+        return type(self)()
 
 
-class no_grad(_Mode):  # noqa: N801 - PyTorch's name
+class GradMode(_Decorator):
+    """The entry behind no_grad, enable_grad and set_grad_enabled: grad mode `flag` for a block."""
+
+    __slots__ = ("flag",)
+
+    def __init__(self, flag):
+        self.flag = bool(flag)
+
+    def switches(self, state):
+        return {"grad": self.flag, "enabled": self.flag and not state.inference}
+
+    def clone(self):
+        return GradMode(self.flag)
+
+
+class _NoArguments(GradMode):
+    """no_grad and enable_grad: `@kit.no_grad` works bare, as `@torch.no_grad` in PyTorch 2."""
+
+    __slots__ = ()
+
+    def __new__(cls, fn=None):
+        if fn is None:
+            return super().__new__(cls)
+        return cls()(fn)
+
+    def clone(self):
+        return type(self)()
+
+
+class no_grad(_NoArguments):  # noqa: N801 - PyTorch's name
     """Do not record operations (inference, parameter updates).
 
     >>> import kit
@@ -80,49 +128,123 @@ class no_grad(_Mode):  # noqa: N801 - PyTorch's name
     False
     """
 
+    __slots__ = ()
+
     def __init__(self):
         super().__init__(False)
 
-    def _args(self):
-        return ()
 
-
-class enable_grad(_Mode):  # noqa: N801
+class enable_grad(_NoArguments):  # noqa: N801
     """Record operations again inside a `no_grad` region."""
+
+    __slots__ = ()
 
     def __init__(self):
         super().__init__(True)
 
-    def _args(self):
-        return ()
 
+class set_grad_enabled(GradMode):  # noqa: N801
+    """Turn recording on or off: `with kit.set_grad_enabled(is_training): ...`, or as a call.
 
-class set_grad_enabled(_Mode):  # noqa: N801
-    """Turn recording on or off: `with kit.set_grad_enabled(is_training): ...`."""
+    >>> import kit
+    >>> _ = kit.set_grad_enabled(False); kit.is_grad_enabled()
+    False
+    >>> _ = kit.set_grad_enabled(True); kit.is_grad_enabled()
+    True
+    """
+
+    __slots__ = ("_previous",)
 
     def __init__(self, mode: bool):
-        super().__init__(bool(mode))
-        # PyTorch also applies the mode when used as a plain function call.
-        self._previous = STATE.enabled
-        STATE.enabled = bool(mode)
+        super().__init__(mode)
+        # NOTE: PyTorch applies the mode when the object is made, so a plain call works; a
+        # `with` block or a decorator then undoes that and pushes the mode as any other.
+        self._previous = STATE.grad
+        _set_grad(self.flag)
+
+    def _undo_call(self):
+        if self._previous is not None:
+            _set_grad(self._previous)
+            self._previous = None
 
     def __enter__(self):
-        self._saved.append(self._previous)
-        return self
+        self._undo_call()
+        return super().__enter__()
 
     def __call__(self, fn):
-        STATE.enabled = self._previous
+        self._undo_call()
         return super().__call__(fn)
 
+    def __repr__(self):
+        return f"kit.set_grad_enabled(mode={self.flag})"
 
-class detect_anomaly(_Mode):  # noqa: N801
+
+def _set_grad(flag):
+    """Set this thread's grad mode outside any block (what PyTorch's plain call does)."""
+    set_switch("grad", flag)
+    set_switch("enabled", flag and not STATE.inference)
+
+
+class inference_mode(_Decorator):  # noqa: N801
+    """No recording, as no_grad, for code that will never be differentiated (PyTorch's
+    inference_mode). `inference_mode(False)` turns it off again, and turns grad mode on.
+
+    >>> import kit
+    >>> @kit.inference_mode
+    ... def predict(x):
+    ...     return x * 2, kit.is_inference_mode_enabled()
+    >>> y, inside = predict(kit.tensor([1.0], requires_grad=True))
+    >>> y.requires_grad, inside, kit.is_inference_mode_enabled()
+    (False, True, False)
+    """
+
+    __slots__ = ("mode",)
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # used bare, as a decorator: `mode` is the function
+
+    def __init__(self, mode=True):
+        self.mode = mode
+
+    def switches(self, state):
+        # NOTE: as in PyTorch, enable_grad inside inference mode sets grad mode but records
+        # nothing: recording needs both (see GradMode).
+        return {"inference": self.mode, "grad": not self.mode, "enabled": not self.mode}
+
+    def clone(self):
+        return inference_mode(self.mode)
+
+
+class detect_anomaly(_Decorator):  # noqa: N801
     """Check every gradient for NaN during backward and name the op that produced it.
 
     While it is on, each recorded op also keeps the stack of the line that created it, so the error
     points at your forward code, not only at the op.
     """
 
-    _flag = "anomaly"
+    __slots__ = ("check_nan",)
 
     def __init__(self, check_nan: bool = True):
-        super().__init__(bool(check_nan))
+        self.check_nan = bool(check_nan)
+
+    def switches(self, state):
+        return {"anomaly": self.check_nan}
+
+    def clone(self):
+        return detect_anomaly(self.check_nan)
+
+
+class keep_output_refs(_Decorator):  # noqa: N801
+    """Nodes recorded in the block can reach their output tensors while those are alive.
+
+    Tools that draw a graph with its intermediate values need it (kit.viz's explorer records
+    under it; `with kit.viz.keep_output_refs(): loss = f(x)` shows every value in draw_graph).
+    It costs a weak reference per recorded op, so nothing records it otherwise.
+    """
+
+    __slots__ = ()
+
+    def switches(self, state):
+        return {"keep_outputs": True}

@@ -342,26 +342,23 @@ def test_node_public_attributes():
 
 
 def test_nodes_reach_their_outputs_only_when_asked():
-    """Output references cost a weak reference per op: opt-in (kit.viz turns them on)."""
-    from kit.grad_mode import STATE, keep_output_refs
+    """Output references cost a weak reference per op: only under keep_output_refs()."""
+    import gc
 
-    before = STATE.keep_outputs
-    try:
-        x = kit.tensor([1.0, 2.0], requires_grad=True)
-        keep_output_refs(False)
-        y = x * 2
-        assert y.grad_fn.outputs() == (None,)
-        keep_output_refs(True)
-        z = x * 3
-        assert z.grad_fn.outputs()[0] is z
-        del z
-        import gc
+    from kit.grad_mode import keep_output_refs
 
-        gc.collect()
-        assert (x * 4).grad_fn.outputs()[0] is None  # the weak reference does not keep it alive
-    finally:
-        keep_output_refs(before)
+    x = kit.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
     assert y.grad_fn.outputs() == (None,)
+    with keep_output_refs():
+        z = x * 3
+        w = x * 4
+    assert z.grad_fn.outputs()[0] is z
+    node = w.grad_fn
+    del w
+    gc.collect()
+    assert node.outputs() == (None,)  # the weak reference does not keep it alive
+    assert (x * 5).grad_fn.outputs() == (None,)
 
 
 def test_version_counters_are_shared_only_when_needed():

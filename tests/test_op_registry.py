@@ -24,11 +24,12 @@ from op_samples import BROADCAST_DOMAINS, BROADCAST_SHAPES, PYTORCH, SAMPLES
 import kit
 import kit.mx as mx
 import kit.torch as ktorch
+from kit import _modes
+from kit._modes import Mode
 from kit.func import vmap
 from kit.func._batched import RULES
 from kit.ops import _registry, composite, elementwise, linalg, movement, reductions, sorting
 from kit.ops._registry import OPS
-from kit.ops._vmap import VMAP
 
 CASES = [pytest.param(name, i, id=f"{name}-{i}")
          for name, samples in SAMPLES.items() for i in range(len(samples))]
@@ -100,17 +101,30 @@ def test_every_public_function_of_a_family_file_is_declared():
                 assert fn in declared or name.endswith("_"), f"{module.__name__}.{name}"
 
 
+class _Batching(Mode):
+    """A mode that makes every primitive call the installed dispatch hook, as a vmap does."""
+
+    __slots__ = ()
+
+    def switches(self, state):
+        return {"depth": 1}
+
+
+def _dispatching(monkeypatch, hook):
+    monkeypatch.setattr(_modes._Shared, "dispatch", staticmethod(hook))
+    return _Batching()
+
+
 def test_every_primitive_dispatches_to_its_batching_rule(monkeypatch):
     """The vmap test is in the generated wrapper of every primitive, under the declared name."""
     calls = []
-    monkeypatch.setattr(VMAP, "dispatch", lambda op, fn, *args: calls.append((op, fn)) or "b")
-    monkeypatch.setattr(VMAP, "depth", 1)
-    for name, op in OPS.items():
-        if op.kind == "primitive":
-            sample = SAMPLES[name][0]
-            assert _caller(name, sample)(*sample.args) == "b", name
-            assert calls[-1] == (name, op.fn)
-            assert RULES[name] is not None
+    with _dispatching(monkeypatch, lambda op, fn, *args: calls.append((op, fn)) or "b"):
+        for name, op in OPS.items():
+            if op.kind == "primitive":
+                sample = SAMPLES[name][0]
+                assert _caller(name, sample)(*sample.args) == "b", name
+                assert calls[-1] == (name, op.fn)
+                assert RULES[name] is not None
     assert {op for op, _ in calls} == {n for n, op in OPS.items() if op.kind == "primitive"}
 
 
@@ -207,9 +221,8 @@ def test_a_primitive_without_source_gets_the_plain_wrapper(monkeypatch):
     monkeypatch.setattr(_registry, "OPS", {})
     fn = _registry.declare("double", namespace["double"])
     assert fn(3) == 6 and fn(3, 3) == 9
-    monkeypatch.setattr(VMAP, "dispatch", lambda op, f, *args: (op, f, args))
-    monkeypatch.setattr(VMAP, "depth", 1)
-    assert fn(3) == ("double", fn, (3, 2))
+    with _dispatching(monkeypatch, lambda op, f, *args: (op, f, args)):
+        assert fn(3) == ("double", fn, (3, 2))
 
 
 # --- the generic tests, over every sample --------------------------------------------------------

@@ -21,10 +21,9 @@ from kit.func._custom import function_apply
 from kit.func._forward import hessian, jacfwd, jvp
 from kit.func._grad import grad, grad_and_value, jacrev, vjp
 from kit.func._vmap import vmap
-from kit.ops._vmap import VMAP
+from kit.ops._vmap import install
 
-VMAP.dispatch = dispatch
-VMAP.function = function_apply
+install(dispatch, function_apply)
 
 __all__ = ["BatchedTensor", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp",
            "vmap"]

@@ -6,7 +6,8 @@ once. The batch dimensions sit in front of `value`, one per active vmap level, i
 reports. Levels are unique ids, one per vmap call, so nested vmaps (and a backward pass that runs
 after its vmap returned) never confuse two batch dimensions.
 
-Every primitive in kit.ops starts with `if VMAP.depth: return VMAP.dispatch(op, fn, *args)`.
+Every primitive in kit.ops starts with `if VMAP.depth: return VMAP.dispatch(op, fn, *args)`;
+each running vmap is a `VmapLevel` entry on the thread's stack of modes (kit/_modes.py).
 `dispatch` finds the BatchedTensor arguments and calls the op's batching rule (kit/func/_rules*.py),
 which aligns the physical values and calls the primitive once on them. Autograd happens on the
 physical values, so every recorded node sees ordinary Tensors.
@@ -16,17 +17,50 @@ from __future__ import annotations
 
 import itertools
 
+from kit._modes import Mode, active
 from kit._tensor import Tensor
 from kit.ops import movement
-from kit.ops._vmap import VMAP
 
 _LEVELS = itertools.count(1)
 RULES = {}  # op name -> rule(fn, *args, **kwargs)
-ACTIVE = {}  # level -> batch size, for the vmaps running now (outermost first)
 
 
 def new_level():
     return next(_LEVELS)
+
+
+class batching(Mode):  # noqa: N801 - used like a function: `with batching():`
+    """Primitives dispatch BatchedTensors in the block (around the user's code)."""
+
+    __slots__ = ()
+
+    def switches(self, state):
+        return {"depth": state.depth + 1, "transforms": state.transforms + 1}
+
+
+class VmapLevel(batching):
+    """The entry of one running vmap: its level and batch size."""
+
+    __slots__ = ("level", "size")
+
+    def __init__(self, level, size):
+        self.level = level
+        self.size = size
+
+
+def active_levels():
+    """{level: batch size} of the vmaps running in this thread, outermost first."""
+    return {mode.level: mode.size for mode in active(VmapLevel)}
+
+
+class unbatched(Mode):  # noqa: N801
+    """Primitives run plainly in the block: batching rules work on the physical values (user
+    code they call enters `batching` again)."""
+
+    __slots__ = ()
+
+    def switches(self, state):
+        return {"depth": 0}
 
 
 def _no_storage(what):
@@ -181,12 +215,8 @@ class BatchedTensor(Tensor):
 
 def _plain(fn, *args):
     """Call `fn` with the primitives' batching switched off (all arguments are physical)."""
-    saved = VMAP.depth
-    VMAP.depth = 0
-    try:
+    with unbatched():
         return fn(*args)
-    finally:
-        VMAP.depth = saved
 
 
 def _inplace(name, op):
@@ -351,9 +381,7 @@ def _any_batched(args):
 
 def dispatch(op, fn, *args, **kwargs):
     """Run primitive `fn` on args that may be BatchedTensors: via its rule, or plainly."""
-    saved = VMAP.depth
-    VMAP.depth = 0  # rules work on physical values; user code they call raises it again
-    try:
+    with unbatched():
         if not _any_batched(args) and not _any_batched(kwargs.values()):
             return fn(*args, **kwargs)
         rule = RULES.get(op)
@@ -363,21 +391,6 @@ def dispatch(op, fn, *args, **kwargs):
                 f"express it with other kit operations"
             )
         return rule(fn, *args, **kwargs)
-    finally:
-        VMAP.depth = saved
-
-
-class batching:  # noqa: N801 - used like a function: `with batching():`
-    """Context manager: primitives dispatch BatchedTensors (used around user code)."""
-
-    def __enter__(self):
-        VMAP.depth += 1
-        VMAP.transforms += 1
-
-    def __exit__(self, *exc):
-        VMAP.depth -= 1
-        VMAP.transforms -= 1
-        return False
 
 
 def rule(*names):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from kit._function_call import bind
+from kit._modes import Mode
 from kit._tensor import Tensor
 from kit.func._batched import (
     BatchedTensor,
@@ -28,7 +29,6 @@ from kit.func._batched import (
 )
 from kit.func._rules import union_levels, union_sizes
 from kit.function import Function, _backward_of, _separate_form
-from kit.ops._vmap import VMAP
 
 VmapInfo = namedtuple("VmapInfo", ["batch_size", "randomness"])
 _DOCS = "For more details, please see the 'Extending torch.func' part of lesson 05."
@@ -63,13 +63,18 @@ def function_apply(cls, args, kwargs):
     )
 
 
+class _untransformed(Mode):  # noqa: N801
+    """Function.apply runs as outside any transform (none of its inputs is batched)."""
+
+    __slots__ = ()
+
+    def switches(self, state):
+        return {"transforms": 0}
+
+
 def _plain_apply(cls, inputs):
-    saved = VMAP.transforms
-    VMAP.transforms = 0
-    try:
+    with _untransformed():
         return cls.apply(*inputs)
-    finally:
-        VMAP.transforms = saved
 
 
 # --- the user's vmap staticmethod: one level at a time ----------------------------------------

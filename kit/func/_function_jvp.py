@@ -16,23 +16,21 @@ function" error is raised here instead of a wrong (zero) tangent coming out late
 
 from __future__ import annotations
 
-import contextlib
-
 from kit import backend
+from kit._modes import Mode
 from kit._tensor import Tensor
 from kit.engine import NO_EDGE, Node
-from kit.function import FORWARD_MODE, Function
+from kit.function import Function
 
 
-@contextlib.contextmanager
-def recording_pullback():
-    """While active, FunctionNodes record their backward for differentiation w.r.t. g only."""
-    previous = FORWARD_MODE.backward
-    FORWARD_MODE.backward = _backward
-    try:
-        yield
-    finally:
-        FORWARD_MODE.backward = previous
+class recording_pullback(Mode):  # noqa: N801 - used like a function: `with recording_pullback():`
+    """The entry of a jvp recording its pullback: FunctionNodes record their backward for
+    differentiation w.r.t. g only."""
+
+    __slots__ = ()
+
+    def switches(self, state):
+        return {"jvp_backward": _backward}
 
 
 def has_jvp(cls):

@@ -11,11 +11,12 @@ from __future__ import annotations
 import functools
 
 from kit._creation import ones_like, zeros_like
+from kit._modes import STATE, Mode
 from kit._tensor import Tensor
 from kit.engine import run_backward
 from kit.func._batched import (
-    ACTIVE,
     BatchedTensor,
+    active_levels,
     expand_levels,
     levels_of,
     lift,
@@ -26,30 +27,25 @@ from kit.func._batched import (
 from kit.func._vmap import tree_flatten, vmap
 from kit.grad_mode import enable_grad
 from kit.ops import movement
-from kit.ops._vmap import VMAP
 
 
-class _Depth:
-    grad = 0  # how many grad-like transforms are running (nested ones need create_graph)
+class GradLevel(Mode):
+    """The entry of one running grad-like transform (grad, vjp, jacrev): grad mode on, and
+    `grad_levels` counted (a nested one keeps its graph for the enclosing one)."""
 
+    __slots__ = ()
 
-class _transform:  # noqa: N801 - used like a function: `with _transform():`
-    def __enter__(self):
-        VMAP.transforms += 1
-        _Depth.grad += 1
-
-    def __exit__(self, *exc):
-        VMAP.transforms -= 1
-        _Depth.grad -= 1
-        return False
+    def switches(self, state):
+        return {"transforms": state.transforms + 1, "grad_levels": state.grad_levels + 1,
+                "grad": True, "enabled": not state.inference}
 
 
 class _Leaves:
     """The differentiated inputs of one transform call, as leaves of a fresh graph."""
 
     def __init__(self):
-        self.levels = tuple(ACTIVE)
-        self.sizes = dict(ACTIVE)
+        self.sizes = active_levels()
+        self.levels = tuple(self.sizes)
         self.physical = []
         self.connected = False
 
@@ -182,8 +178,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
     def wrapper(*args, **kwargs):
         nums = _argnums(argnums, len(args), who)
         leaves = _Leaves()
-        with _transform(), enable_grad():
-            nested = _Depth.grad > 1
+        with GradLevel():
+            nested = STATE.grad_levels > 1
             call_args, groups = _substitute(args, nums, leaves, who)
             out, aux = _split_aux(func(*call_args, **kwargs), has_aux, who)
             if not isinstance(out, Tensor):
@@ -241,8 +237,8 @@ def vjp(func, *primals, has_aux=False):
     """
     who = "vjp(f, *primals)"
     leaves = _Leaves()
-    with _transform(), enable_grad():
-        nested = _Depth.grad > 1
+    with GradLevel():
+        nested = STATE.grad_levels > 1
         call_args, groups = _substitute(primals, range(len(primals)), leaves, who)
         out, aux = _split_aux(func(*call_args), has_aux, who)
     out_leaves = tree_flatten(out)[0]
@@ -259,7 +255,7 @@ def vjp(func, *primals, has_aux=False):
                 f"{len(ct_leaves)}"
             )
         with enable_grad():
-            grads = leaves.pullback(out_leaves, ct_leaves, keep or _Depth.grad > 0, True)
+            grads = leaves.pullback(out_leaves, ct_leaves, keep or STATE.grad_levels > 0, True)
         return tuple(_regroup(grads, groups, tuple(range(len(primals)))))
 
     value = _detached(out, keep)

@@ -14,7 +14,7 @@ import sys
 
 from kit._function_call import caller_call_tree
 from kit._tensor import Tensor
-from kit.func._batched import ACTIVE, BatchedTensor, add_level, batching, new_level, remove_level
+from kit.func._batched import BatchedTensor, VmapLevel, add_level, new_level, remove_level
 from kit.function import Function
 
 
@@ -122,12 +122,8 @@ def vmap(func, in_dims=0, out_dims=0):
         level = new_level()
         wrapped = [leaf if d is None else add_level(leaf, level, d)
                    for leaf, d in zip(leaves, dims, strict=True)]
-        ACTIVE[level] = size
-        try:
-            with batching():
-                out = func(*rebuild(wrapped), **kwargs)
-        finally:
-            del ACTIVE[level]
+        with VmapLevel(level, size):
+            out = func(*rebuild(wrapped), **kwargs)
         out_leaves, out_rebuild = tree_flatten(out)
         odims = broadcast_dims(out_dims, out, "out_dims", name)
         result = []

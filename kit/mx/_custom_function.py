@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from kit import backend
+from kit._modes import STATE
 from kit._tensor import Tensor
 from kit.function import Function, refuse_second_derivative
-from kit.grad_mode import STATE
 from kit.mx._custom import describe, user_code
-from kit.mx.base import MODE, MXNetError, reported, scope
+from kit.mx.base import MXNetError, reported, scope
 from kit.mx.ndarray import Guard, NDArray, variable_slot
 
 
@@ -102,7 +102,7 @@ class CustomFunction(Function):
         aux = [NDArray(t) for t in call.aux]
         buffers = tuple(out_data)  # the op may rebind items of the list it gets
         with scope(recording=False), user_code(call.op_type, "forward"):
-            call.op.forward(is_train=1 if MODE.training else 0, req=["write"] * len(out_data),
+            call.op.forward(is_train=1 if STATE.training else 0, req=["write"] * len(out_data),
                             in_data=in_data, out_data=out_data, aux=aux)
         for buf in buffers:
             if not buf._guard.written:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from kit import autograd as kit_autograd
 from kit import backend
+from kit._modes import STATE, set_switch
 from kit.engine import AccumulateGrad
 from kit.mx._autograd_function import Function
-from kit.mx.base import MODE, MXNetError, mxnet_errors, scope
+from kit.mx.base import MXNetError, mxnet_errors, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
 
 __all__ = [
@@ -55,22 +56,24 @@ def predict_mode():
 
 
 def is_recording():
-    return MODE.recording
+    return STATE.recording
 
 
 def is_training():
-    return MODE.training
+    return STATE.training
 
 
 def set_recording(is_recording):  # noqa: A002
-    """Set the recording flag; returns the previous value."""
-    previous, MODE.recording = MODE.recording, bool(is_recording)
+    """Set this thread's recording flag outside any block; returns the previous value."""
+    previous = STATE.recording
+    set_switch("recording", bool(is_recording))
     return previous
 
 
 def set_training(train_mode):  # noqa: A002
-    """Set the training flag; returns the previous value."""
-    previous, MODE.training = MODE.training, bool(train_mode)
+    """Set this thread's training flag outside any block; returns the previous value."""
+    previous = STATE.training
+    set_switch("training", bool(train_mode))
     return previous
 
 
@@ -194,7 +197,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     heads, outputs, grads = _heads(heads, head_grads, "grad")
     _graph_variables(outputs)
     retain_graph = create_graph if retain_graph is None else retain_graph
-    recording = True if create_graph else MODE.recording
+    recording = True if create_graph else STATE.recording
     with scope(recording=recording, training=train_mode), mxnet_errors():
         found = kit_autograd.grad(outputs, [v._t for v in variables], grads,
                                   retain_graph=retain_graph, create_graph=create_graph,

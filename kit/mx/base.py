@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 
-from kit.grad_mode import STATE
+from kit._modes import STATE, Mode
+from kit.grad_mode import GradMode
 
 
 class MXNetError(RuntimeError):
@@ -118,17 +119,9 @@ def _from_user(exc, where):
     return reported(failure)
 
 
-class _Mode:
-    """MXNet's two flags: is a graph being recorded, and is the forward in training mode."""
-
-    __slots__ = ("recording", "training")
-
-    def __init__(self):
-        self.recording = False
-        self.training = False
-
-
-MODE = _Mode()
+# MXNet's two flags, `recording` and `training`, live on the thread's stack of modes
+# (kit/_modes.py): read them here, change them with `scope`.
+MODE = STATE
 
 
 @contextlib.contextmanager
@@ -150,33 +143,28 @@ def run(fn, *args, **kwargs):
     MXNet's (mxnet_errors).
 
     NOTE: kit records by default (as PyTorch); MXNet records only inside autograd.record(), so
-    every kit.mx op runs with kit's flag forced to MXNet's.
+    every kit.mx op runs with kit's grad mode set to MXNet's recording flag.
     """
-    previous = STATE.enabled
-    STATE.enabled = MODE.recording
-    try:
-        with mxnet_errors():
-            return fn(*args, **kwargs)
-    finally:
-        STATE.enabled = previous
+    with GradMode(STATE.recording), mxnet_errors():
+        return fn(*args, **kwargs)
 
 
-class scope:  # noqa: N801 - used like autograd.record()
-    """Set the recording and/or training flag for a `with` block (None leaves a flag alone)."""
+class scope(Mode):  # noqa: N801 - used like autograd.record()
+    """Set the recording and/or training flag for a `with` block (None leaves a flag alone).
+
+    An entry on the thread's stack of modes (kit/_modes.py): per thread, as in MXNet.
+    """
+
+    __slots__ = ("recording", "training")
 
     def __init__(self, recording=None, training=None):
-        self._recording = recording
-        self._training = training
-        self._saved = []
+        self.recording = recording
+        self.training = training
 
-    def __enter__(self):
-        self._saved.append((MODE.recording, MODE.training))
-        if self._recording is not None:
-            MODE.recording = bool(self._recording)
-        if self._training is not None:
-            MODE.training = bool(self._training)
-        return self
-
-    def __exit__(self, *exc):
-        MODE.recording, MODE.training = self._saved.pop()
-        return False
+    def switches(self, state):
+        values = {}
+        if self.recording is not None:
+            values["recording"] = bool(self.recording)
+        if self.training is not None:
+            values["training"] = bool(self.training)
+        return values

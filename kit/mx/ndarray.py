@@ -30,26 +30,17 @@ class _GradSlot:
         self.grad = grad
 
 
-_VARIABLES = {}  # id(leaf Tensor) -> weakref to the NDArray whose attach_grad made it a variable
+# NOTE: which arrays are variables is a fact about the arrays, shared by all threads (not a
+# mode): id(leaf Tensor) -> the NDArray whose attach_grad made it one, held weakly.
+_OWNERS = weakref.WeakValueDictionary()
 
 
 def variable_slot(tensor):
     """The grad slot of the variable whose leaf is `tensor`, or None."""
-    ref = _VARIABLES.get(id(tensor))
-    owner = ref() if ref is not None else None
-    if owner is None or owner._t is not tensor:
+    owner = _OWNERS.get(id(tensor))
+    if owner is None or owner._t is not tensor:  # the id of a leaf since collected
         return None
     return owner._slot
-
-
-def _register_variable(owner):
-    key = id(owner._t)
-
-    def forget(ref, key=key):
-        if _VARIABLES.get(key) is ref:
-            del _VARIABLES[key]
-
-    _VARIABLES[key] = weakref.ref(owner, forget)
 
 
 class Guard:
@@ -210,7 +201,7 @@ class NDArray:
         self._t = leaf
         xp = backend.get_array_module(leaf._data)
         self._slot = _GradSlot(grad_req, NDArray(Tensor(xp.zeros_like(leaf._data))))
-        _register_variable(self)
+        _OWNERS[id(leaf)] = self
 
     @property
     def grad(self):

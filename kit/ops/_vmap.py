@@ -1,16 +1,20 @@
 """The one hook kit.func needs in each primitive.
 
-While no transform is active, `VMAP.depth` is 0 and a primitive pays a single attribute test.
-kit.func raises it while a vmap runs and installs `dispatch`, which applies the op's batching rule
-to BatchedTensor arguments (see kit/func/_batched.py). `transforms` counts every active kit.func
-transform (vmap, grad, vjp, ...); `Function.apply` tests it to route custom Functions.
+`VMAP` is the thread's mode switches (kit/_modes.py). While no vmap is active, `VMAP.depth` is 0
+and a primitive pays a single attribute read. A vmap level raises it and kit.func installs
+`dispatch`, which applies the op's batching rule to BatchedTensor arguments (see
+kit/func/_batched.py). `transforms` counts the active kit.func transforms (vmap, grad, vjp, ...);
+`Function.apply` tests it and routes custom Functions through `function`.
 """
 
+from kit._modes import STATE as VMAP
+from kit._modes import install as _install
 
-class VMAP:
-    """Switches read by the primitives; written only by kit.func."""
+__all__ = ["VMAP", "install"]
 
-    depth = 0  # > 0 while a vmap is active: primitives call `dispatch` first
-    transforms = 0  # > 0 while any kit.func transform is active: Function.apply calls `function`
-    dispatch = None  # dispatch(op_name, fn, *args, **kwargs)
-    function = None  # function(cls, args, kwargs): Function.apply under a transform
+
+def install(dispatch, function):
+    """Set, for every thread, `dispatch(op_name, fn, *args, **kwargs)` (a primitive under vmap)
+    and `function(cls, args, kwargs)` (Function.apply under a transform). Done by kit.func."""
+    _install("dispatch", dispatch)
+    _install("function", function)

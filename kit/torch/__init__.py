@@ -34,7 +34,14 @@ from kit._creation import (
     zeros,
     zeros_like,
 )
-from kit.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from kit.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from kit.ops._registry import published
 from kit.torch import autograd, cuda, nn
 from kit.torch._dtypes import (
@@ -99,6 +106,7 @@ def __getattr__(name):
 __all__ = [
     "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd", "bool",
     "cat", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad", "equal", "eye",
+    "inference_mode", "is_inference_mode_enabled",
     "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int", "int16",
     "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "linspace", "logsumexp",
     "long", "manual_seed", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "numel",

@@ -7,8 +7,9 @@
 - `explorer`, `step_backward`, `gradcheck_view`: ipywidgets views, each with a static fallback
   (`.static()`) and drivable from Python (set a slider's `.value`, `.click()` a button).
 
-Importing kit.viz turns on `kit.grad_mode.keep_output_refs()`, so graphs recorded afterwards can
-show the values of their intermediate tensors (a weak reference per op, off by default for speed).
+Importing kit.viz changes nothing in what kit records. Drawings show the values a graph still
+holds; record under `kit.viz.keep_output_refs()` (as `explorer` does) to show every intermediate
+value (it costs a weak reference per op, so it is a mode, not the default).
 """
 
 from kit.grad_mode import keep_output_refs
@@ -26,11 +27,9 @@ from kit.viz.gradcheck_view import GradcheckView, gradcheck_view
 from kit.viz.graph import graph_data
 from kit.viz.widgets import Explorer, StepBackward, explorer, step_backward
 
-keep_output_refs(True)
-
 __all__ = [
     "EXPLODING", "VANISHING", "Explorer", "GradHistory", "GradcheckView", "GraphDrawing", "Plot",
     "Step", "StepBackward", "draw_graph", "explorer", "grad_colour", "grad_norms",
-    "gradcheck_view", "graph_data", "plot_grad_histograms", "plot_grad_history",
+    "gradcheck_view", "graph_data", "keep_output_refs", "plot_grad_histograms", "plot_grad_history",
     "plot_grad_norms", "step_backward", "trace_backward",
 ]

@@ -5,6 +5,9 @@ recursion), through the public node attributes only: `op`, `name()`, `next_funct
 `frontend`, `output_meta`, `outputs()`, `saved_values()`, `released()` and
 `AccumulateGrad.variable`. A user's custom op is read exactly like a built-in one.
 
+An op node shows the value it produced when the graph still reaches it: as a tensor a later op
+saved for backward, or through `outputs()` for a graph recorded under `keep_output_refs()`.
+
 Node kinds: "tensor" (a leaf, a parameter, or an output passed in), "op", "custom" (a user's
 Function, with its front end), "chain" (a run of the same op collapsed into one node), "saved"
 (a value kept for backward) and "more" (what `max_nodes` left out). Op nodes describe the tensor
@@ -57,6 +60,7 @@ def graph_data(outputs, *, show_grad=True, color_by_grad=False, show_saved=False
     if show_grad:
         builder.flow = _flow(outputs, order) if flow is None else flow
     chains = _chains(order, consumers, set(roots), collapse_chains) if collapse_chains else {}
+    builder.values = _values(order)
     builder.add_outputs(outputs)
     builder.add_graph(order, chains, max_nodes)
     if show_saved:
@@ -69,6 +73,24 @@ def _flow(outputs, order):
     if any(node.released() for node in order):
         return None  # NOTE: only `.grad` of the leaves is left to show after a plain backward
     return {step.node: step.received for step in trace_backward(outputs)}
+
+
+def _values(order):
+    """{op node: the array it produced} for the values the graph still holds."""
+    values = {}
+    for node in order:
+        if type(node) is AccumulateGrad:
+            continue
+        alive = node.outputs()
+        if alive and alive[0] is not None:
+            values[node] = alive[0]._data
+        if node.released():
+            continue
+        for value in node.saved_values():
+            producer = value.grad_fn if isinstance(value, Tensor) else None
+            if producer is not None and len(producer.output_meta) == 1:
+                values.setdefault(producer, value._data)
+    return values
 
 
 def _chains(order, consumers, roots, min_length):
@@ -121,6 +143,7 @@ class _Builder:
         self.flow = {}  # None when the graph was released: fall back on the leaves' .grad
         self.nodes, self.edges = [], []
         self.ids = {}  # engine node (or chain head) -> drawn node id
+        self.values = {}  # engine node -> the array it produced, where known (_values)
 
     # -- nodes ---------------------------------------------------------------------------
     def _node(self, kind, label_lines, attributes, grad=None, grad_norm=None):
@@ -204,11 +227,10 @@ class _Builder:
         if meta is not None:
             attributes["shape"], attributes["dtype"] = tuple(meta[0]), str(meta[1])
             lines.append(f"{fmt_shape(meta[0])} {meta[1]}")
-        alive = node.outputs()  # NOTE: weak references: intermediates may be gone, or not kept
-        out = alive[0] if alive else None
-        if members is None and out is not None and out._data.size <= SMALL:
-            attributes["value"] = host(out._data).tolist()
-            lines.append("= " + fmt_array(out._data))
+        value = self.values.get(node)
+        if members is None and value is not None and value.size <= SMALL:
+            attributes["value"] = host(value).tolist()
+            lines.append("= " + fmt_array(value))
         if id(node) in self.highlight:
             attributes["highlight"] = True
         grad = self._received(node)

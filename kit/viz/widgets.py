@@ -17,6 +17,7 @@ import numpy as np
 
 import kit
 from kit.engine import AccumulateGrad
+from kit.grad_mode import keep_output_refs
 from kit.viz._style import Plot, fmt_array, fmt_number, host, new_figure, png
 from kit.viz._trace import check_outputs, trace_backward
 from kit.viz.drawing import GraphDrawing, draw_graph
@@ -206,7 +207,8 @@ class Explorer(View):
                   for name, v in values.items()}
         for name, t in inputs.items():
             t.name = name
-        out = self.f(**inputs)
+        with keep_output_refs():  # so that the drawing shows every intermediate value
+            out = self.f(**inputs)
         if not isinstance(out, kit.Tensor) or out._data.size != 1:
             raise TypeError(
                 f"kit.viz.explorer: f must return a one-element kit Tensor, got "

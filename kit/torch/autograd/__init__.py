@@ -13,6 +13,7 @@ from kit.autograd import backward, grad
 from kit.grad_mode import (
     detect_anomaly,
     enable_grad,
+    inference_mode,
     is_anomaly_enabled,
     no_grad,
     set_grad_enabled,
@@ -23,5 +24,6 @@ from kit.torch.autograd.function import Function
 
 __all__ = [
     "Function", "GradcheckError", "backward", "detect_anomaly", "enable_grad", "function",
-    "grad", "gradcheck", "gradgradcheck", "is_anomaly_enabled", "no_grad", "set_grad_enabled",
+    "grad", "gradcheck", "gradgradcheck", "inference_mode", "is_anomaly_enabled", "no_grad",
+    "set_grad_enabled",
 ]
