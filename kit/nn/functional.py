@@ -1,0 +1,191 @@
+"""The functions behind the layers: composites of kit primitives, so they own no gradient code.
+
+>>> import kit
+>>> from kit.nn import functional as F
+>>> F.linear(kit.ones(1, 2), kit.ones(3, 2), kit.zeros(3))
+tensor([[2., 2., 2.]])
+"""
+
+from __future__ import annotations
+
+import math
+
+from kit._creation import arange, rand
+from kit.ops.composite import _reduce, cross_entropy, log_softmax, mse_loss, relu, softmax
+from kit.ops.elementwise import abs as abs_
+from kit.ops.elementwise import clamp, exp, log, sigmoid, sqrt, tanh, where
+from kit.ops.movement import getitem
+from kit.ops.nn import erf
+from kit.ops.reductions import mean
+from kit.ops.reductions import sum as sum_
+
+__all__ = [
+    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
+    "dropout", "embedding", "gelu", "layer_norm", "linear", "log_softmax", "mse_loss",
+    "nll_loss", "relu", "sigmoid", "softmax", "softplus", "tanh",
+]
+
+
+def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword
+    """input @ weight.T + bias, with weight of shape (out_features, in_features)."""
+    if input.shape[-1:] != weight.shape[-1:]:
+        raise ValueError(
+            f"kit.linear: input has {input.shape[-1]} features (shape {tuple(input.shape)}) but "
+            f"weight expects {weight.shape[-1]} (shape {tuple(weight.shape)}). Fix: make the "
+            f"layer's in_features match the input's last dimension"
+        )
+    out = input @ weight.mT
+    return out if bias is None else out + bias
+
+
+def gelu(input, approximate="none"):  # noqa: A002
+    """x * Phi(x), Phi the standard normal CDF (exact), or its tanh approximation."""
+    if approximate == "none":
+        return input * 0.5 * (1 + erf(input * (1 / math.sqrt(2.0))))
+    if approximate == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
+        return input * 0.5 * (1 + tanh(inner))
+    raise ValueError(f"kit.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as PyTorch)."""
+    scaled = input * beta
+    # NOTE: clamped first so the branch that where() discards never overflows to inf (its
+    # gradient would be 0 * inf = nan).
+    soft = log(1 + exp(clamp(scaled, max=threshold))) / beta
+    return where(scaled > threshold, input, soft)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero each element with probability p and scale the rest by 1/(1-p) while training."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        out = input * 0
+    else:
+        keep = rand(*input.shape, device=input.device) >= p
+        out = input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
+    if inplace:
+        return input.copy_(out)
+    return out
+
+
+def _normalize(x, axes, eps):
+    mu = mean(x, axes, keepdims=True)
+    centred = x - mu
+    var = mean(centred * centred, axes, keepdims=True)
+    return centred / sqrt(var + eps)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    """Normalise over the trailing `normalized_shape` dims, then scale and shift."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise ValueError(
+            f"kit.layer_norm: normalized_shape {list(shape)} must match the input's trailing "
+            f"dimensions, got input of shape {list(input.shape)}"
+        )
+    out = _normalize(input, tuple(range(input.ndim - len(shape), input.ndim)), eps)
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) with the batch's statistics while training (updating the
+    running ones in place), else with the running statistics."""
+    axes = (0,) + tuple(range(2, input.ndim))
+    shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    if training:
+        count = input.numel() // input.shape[1]
+        if count <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size "
+                f"{list(input.shape)}. Fix: use a larger batch, or call model.eval()"
+            )
+        out = _normalize(input, axes, eps)
+        if running_mean is not None:
+            from kit.grad_mode import no_grad
+
+            with no_grad():
+                x = input.detach()
+                mu = mean(x, axes)
+                centred = x - mu.reshape(shape)
+                unbiased = sum_(centred * centred, axes) / (count - 1)
+                running_mean.mul_(1 - momentum).add_(mu * momentum)
+                running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    else:
+        out = (input - running_mean.reshape(shape)) / sqrt(running_var.reshape(shape) + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    return out if bias is None else out + bias.reshape(shape)
+
+
+def embedding(input, weight, padding_idx=None):  # noqa: A002
+    """Rows of `weight` picked by the integer tensor `input`; the padding row gets no gradient."""
+    if input.dtype.kind not in "iu":
+        raise TypeError(
+            f"kit.embedding: indices must be an integer tensor, got {input.dtype}. Fix: "
+            f"input.long()"
+        )
+    out = getitem(weight, input)
+    if padding_idx is None:
+        return out
+    pad = (input == padding_idx).unsqueeze(-1)
+    return where(pad, getitem(weight.detach(), input), out)
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa: A002
+    """-(y log p + (1 - y) log(1 - p)), each log clamped at -100 as PyTorch does."""
+    _same_shape("binary_cross_entropy", input, target)
+    loss = -(target * clamp(log(input), min=-100) + (1 - target) * clamp(log(1 - input), min=-100))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",  # noqa: A002
+                                     pos_weight=None):
+    """Binary cross-entropy of sigmoid(input), computed stably from the logits."""
+    _same_shape("binary_cross_entropy_with_logits", input, target)
+    # log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)) without overflow.
+    log_sig_neg = log(1 + exp(-abs_(input))) + relu(-input)
+    if pos_weight is None:
+        loss = (1 - target) * input + log_sig_neg
+    else:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002
+    """Negative log-likelihood of log-probabilities (N, C) at the class indices (N,)."""
+    if input.ndim != 2 or target.shape != input.shape[:1]:
+        raise ValueError(
+            f"kit.nll_loss: expected input (N, C) and target (N,), got {tuple(input.shape)} and "
+            f"{tuple(target.shape)}"
+        )
+    valid = target != ignore_index
+    safe = where(valid, target, 0)
+    picked = getitem(input, (arange(input.shape[0], device=input.device), safe))
+    w = valid.to(input.dtype)
+    if weight is not None:
+        w = w * getitem(weight.detach(), safe)
+    loss = -picked * w
+    if reduction == "mean":
+        return sum_(loss) / sum_(w)
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def _same_shape(op, input, target):  # noqa: A002
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(
+            f"kit.{op}: Using a target size ({list(target.shape)}) that is different to the input "
+            f"size ({list(input.shape)}) is deprecated and an error here. Fix: reshape the target"
+        )
+

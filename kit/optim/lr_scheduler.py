@@ -1,0 +1,100 @@
+"""Learning-rate schedules: StepLR and CosineAnnealingLR, with PyTorch's recursive formulas (so
+the rates agree with PyTorch's to the last bit).
+
+>>> import kit
+>>> from kit.optim import SGD
+>>> from kit.optim.lr_scheduler import StepLR
+>>> opt = SGD([kit.zeros(1, requires_grad=True)], lr=1.0)
+>>> sched = StepLR(opt, step_size=2, gamma=0.5)
+>>> for _ in range(4):
+...     opt.step()
+...     sched.step()
+>>> sched.get_last_lr()
+[0.25]
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class LRScheduler:
+    """Base class: sets each group's lr from `get_lr()` on every `step()`."""
+
+    def __init__(self, optimizer, last_epoch=-1):
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                        f"resuming scheduler with last_epoch >= 0"
+                    )
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._step_count = 0
+        self.step()
+
+    def get_lr(self):
+        raise NotImplementedError
+
+    def get_last_lr(self):
+        return list(self._last_lr)
+
+    def step(self):
+        self._step_count += 1
+        self.last_epoch += 1
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+
+
+class StepLR(LRScheduler):
+    """Multiplies each group's lr by `gamma` every `step_size` epochs."""
+
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma for group in groups]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Anneals each group's lr from its initial value to `eta_min` along a half cosine over
+    `T_max` epochs (Loshchilov and Hutter's SGDR without restarts)."""
+
+    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803 - PyTorch's
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        t, t_max, eta_min = self.last_epoch, self.T_max, self.eta_min
+        if t == 0:
+            return [group["lr"] for group in groups]
+        if self._step_count == 1 and t > 0:
+            return [eta_min + (base - eta_min) * (1 + math.cos(t * math.pi / t_max)) / 2
+                    for base in self.base_lrs]
+        if (t - 1 - t_max) % (2 * t_max) == 0:
+            return [group["lr"] + (base - eta_min) * (1 - math.cos(math.pi / t_max)) / 2
+                    for base, group in zip(self.base_lrs, groups, strict=True)]
+        return [
+            (1 + math.cos(math.pi * t / t_max)) / (1 + math.cos(math.pi * (t - 1) / t_max))
+            * (group["lr"] - eta_min) + eta_min
+            for group in groups
+        ]
