@@ -34,6 +34,7 @@ from kit._creation import (
     zeros,
     zeros_like,
 )
+from kit.data import Generator
 from kit.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from kit.ops.composite import log_softmax, relu, softmax
 from kit.ops.elementwise import (
@@ -71,7 +72,8 @@ from kit.ops.movement import (
     unsqueeze,
 )
 from kit.ops.sorting import index_add
-from kit.torch import autograd, cuda, nn
+from kit.serialization import load, save
+from kit.torch import autograd, cuda, nn, optim, serialization, utils
 from kit.torch._dtypes import (
     bool,
     device,
@@ -128,15 +130,16 @@ def __getattr__(name):
 
 
 __all__ = [
-    "abs", "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd",
-    "bool", "cat", "clamp", "clip", "concat", "cos", "cuda", "device", "div", "dot", "double",
-    "dtype", "empty", "enable_grad", "eq", "equal", "exp", "eye", "flatten", "float", "float16",
-    "float32", "float64", "from_numpy", "full", "ge", "gt", "half", "index_add", "int", "int16",
-    "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "le", "linspace",
-    "log", "log_softmax", "logsumexp", "long", "lt", "manual_seed", "matmul", "max", "maximum",
-    "mean", "min", "minimum", "mm", "mul", "ne", "neg", "nn", "no_grad", "numel", "ones",
-    "ones_like", "outer", "permute", "pow", "rand", "randint", "randn", "relu", "reshape",
-    "set_grad_enabled", "short", "sigmoid", "sign", "sin", "softmax", "sort", "sqrt", "squeeze",
-    "stack", "sub", "sum", "tanh", "Tensor", "tensor", "transpose", "uint8", "unsqueeze",
-    "where", "zeros", "zeros_like",
+    "Generator", "abs", "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor",
+    "autograd", "bool", "cat", "clamp", "clip", "concat", "cos", "cuda", "device", "div", "dot",
+    "double", "dtype", "empty", "enable_grad", "eq", "equal", "exp", "eye", "flatten", "float",
+    "float16", "float32", "float64", "from_numpy", "full", "ge", "gt", "half", "index_add",
+    "int", "int16", "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "le",
+    "linspace", "load", "log", "log_softmax", "logsumexp", "long", "lt", "manual_seed",
+    "matmul", "max", "maximum", "mean", "min", "minimum", "mm", "mul", "ne", "neg", "nn",
+    "no_grad", "numel", "ones", "optim", "ones_like", "outer", "permute", "pow", "rand",
+    "randint", "randn", "relu", "reshape", "save", "serialization", "set_grad_enabled", "short",
+    "sigmoid", "sign", "sin", "softmax", "sort", "sqrt", "squeeze", "stack", "sub", "sum",
+    "tanh", "Tensor", "tensor", "transpose", "uint8", "unsqueeze", "utils", "where", "zeros",
+    "zeros_like",
 ]

@@ -1,4 +1,4 @@
-"""`torch.nn.functional` basics, all composites of kit primitives (no gradient code here).
+"""`torch.nn.functional`, all composites of kit primitives (no gradient code here).
 
 >>> import kit.torch as torch
 >>> import kit.torch.nn.functional as F
@@ -6,7 +6,28 @@
 tensor([0., 0., 2.])
 """
 
-from kit.ops.composite import cross_entropy, log_softmax, mse_loss, relu, softmax
-from kit.ops.elementwise import sigmoid, tanh
+from kit.nn.functional import (
+    batch_norm,
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    dropout,
+    embedding,
+    gelu,
+    layer_norm,
+    linear,
+    log_softmax,
+    mse_loss,
+    nll_loss,
+    relu,
+    sigmoid,
+    softmax,
+    softplus,
+    tanh,
+)
 
-__all__ = ["cross_entropy", "log_softmax", "mse_loss", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = [
+    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
+    "dropout", "embedding", "gelu", "layer_norm", "linear", "log_softmax", "mse_loss",
+    "nll_loss", "relu", "sigmoid", "softmax", "softplus", "tanh",
+]

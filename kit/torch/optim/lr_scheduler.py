@@ -1,0 +1,5 @@
+"""`torch.optim.lr_scheduler`: kit's schedules (kit.optim.lr_scheduler) under PyTorch's names."""
+
+from kit.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR
+
+__all__ = ["CosineAnnealingLR", "LRScheduler", "StepLR"]
