@@ -3,7 +3,7 @@
 >>> import kit
 >>> from kit import nn
 >>> nn.BatchNorm1d(4)
-BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
+BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class LayerNorm(Module):
     def extra_repr(self):
         return (
             f"{self.normalized_shape}, eps={self.eps}, "
-            f"elementwise_affine={self.elementwise_affine}"
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         )
 
 
@@ -54,7 +54,7 @@ class _BatchNorm(Module):
     ranks = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -63,7 +63,10 @@ class _BatchNorm(Module):
         self.track_running_stats = track_running_stats
         if affine:
             self.weight = Parameter(ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(zeros(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(zeros(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -111,7 +114,8 @@ class _BatchNorm(Module):
     def extra_repr(self):
         return (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, track_running_stats={self.track_running_stats}"
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
         )
 
 
