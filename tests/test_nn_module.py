@@ -262,3 +262,18 @@ def test_kit_errors_name_the_fix():
     with pytest.raises(NotImplementedError, match="iterate"):
         torch.nn.ModuleList()(torch.ones(1))
     assert is_kit(torch)
+
+
+@pytest.mark.parametrize("module", [
+    "kit.nn", "kit.nn.module", "kit.nn.parameter", "kit.nn.layers", "kit.nn.containers",
+    "kit.nn.normalization", "kit.nn.loss", "kit.nn.functional", "kit.nn.init", "kit.nn.utils",
+    "kit.optim", "kit.optim.maths", "kit.optim.optimizer", "kit.optim.algorithms",
+    "kit.optim.lr_scheduler", "kit.data", "kit.data.dataset", "kit.data.collate",
+    "kit.data.loader", "kit.serialization", "kit.torch.optim", "kit.torch.utils.data",
+])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
