@@ -288,3 +288,34 @@ def test_clip_grad_value():
     p.grad = kit.tensor([-3.0, 0.5])
     ktorch.nn.utils.clip_grad_value_([p], 1.0)
     np.testing.assert_array_equal(p.grad.numpy(), [-1.0, 0.5])
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (2, 4, 3), (3,)])
+def test_fused_linear_matches_composite_to_second_order(shape):
+    from kit.ops.nn import linear
+
+    x, w, b = t64(data(*shape)), t64(data(2, 3)), t64(data(2))
+    out = linear(x, w, b)
+    ref = x @ w.mT + b
+    assert out.grad_fn.name() == "LinearBackward0"
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-12)
+    assert kit.gradcheck(linear, (x, w, b))
+    assert kit.gradgradcheck(linear, (x, w, b))
+    assert kit.gradcheck(lambda x, w: linear(x, w), (x, w))
+    gw = kit.grad(linear(x, w, b).sum(), w)[0]
+    assert gw.numpy().flags["C_CONTIGUOUS"]  # the weight gradient comes in the weight's layout
+
+
+def test_fused_linear_errors_and_vmap():
+    from kit.ops.nn import linear
+
+    with pytest.raises(TypeError, match="same dtype"):
+        linear(kit.ones(2, 3, dtype=kit.float64), kit.ones(4, 3))
+    with pytest.raises(ValueError, match="bias must have shape"):
+        linear(kit.ones(2, 3), kit.ones(4, 3), kit.ones(3))
+    with pytest.raises(TypeError, match="must be a Tensor"):
+        linear(np.ones((2, 3)), kit.ones(4, 3))
+    w, b = kit.tensor(data(2, 3)), kit.tensor(data(2))
+    xs = kit.tensor(data(4, 5, 3))
+    batched = kit.func.vmap(lambda x: F.linear(x, w, b))(xs)
+    np.testing.assert_allclose(batched.numpy(), F.linear(xs, w, b).numpy(), rtol=1e-12)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 
 from kit._creation import arange, rand
+from kit.ops._vmap import VMAP
 from kit.ops.composite import _reduce, cross_entropy, log_softmax, mse_loss, relu, softmax
 from kit.ops.elementwise import abs as abs_
 from kit.ops.elementwise import clamp, exp, log, sigmoid, sqrt, tanh, where
 from kit.ops.movement import getitem
 from kit.ops.nn import erf
+from kit.ops.nn import linear as fused_linear
 from kit.ops.reductions import mean
 from kit.ops.reductions import sum as sum_
 
@@ -27,15 +29,15 @@ __all__ = [
 
 
 def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword
-    """input @ weight.T + bias, with weight of shape (out_features, in_features)."""
-    if input.shape[-1:] != weight.shape[-1:]:
-        raise ValueError(
-            f"kit.linear: input has {input.shape[-1]} features (shape {tuple(input.shape)}) but "
-            f"weight expects {weight.shape[-1]} (shape {tuple(weight.shape)}). Fix: make the "
-            f"layer's in_features match the input's last dimension"
-        )
-    out = input @ weight.mT
-    return out if bias is None else out + bias
+    """input @ weight.T + bias, with weight of shape (out_features, in_features).
+
+    One fused node (kit/ops/nn.py says why); under kit.func.vmap, which has batching rules for
+    the core primitives only, it is spelt with them.
+    """
+    if VMAP.depth:
+        out = input @ weight.mT
+        return out if bias is None else out + bias
+    return fused_linear(input, weight, bias)
 
 
 def gelu(input, approximate="none"):  # noqa: A002

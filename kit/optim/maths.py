@@ -30,15 +30,17 @@ def sgd_update(param, grad, state, lr, momentum=0.0, dampening=0.0, weight_decay
         if maximize:
             grad = -grad
         if weight_decay != 0:
-            grad = grad.add(param, alpha=weight_decay)
+            grad = grad + param * weight_decay
         if momentum != 0:
             buf = state.get("momentum_buffer")
             if buf is None:
                 buf = state["momentum_buffer"] = grad.detach().clone()
             else:
-                buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-            grad = grad.add(buf, alpha=momentum) if nesterov else buf
-        param.add_(grad, alpha=-lr)
+                buf.mul_(momentum).add_(grad if dampening == 0 else grad * (1 - dampening))
+            grad = grad + buf * momentum if nesterov else buf
+        # NOTE: p - lr * g is bit-equal to PyTorch's p + (-lr) * g, and takes the in-place fast
+        # path (one temporary) that the bare-tensor step `p -= lr * p.grad` takes.
+        param.sub_(grad * lr)
 
 
 def adam_update(param, grad, state, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
