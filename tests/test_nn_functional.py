@@ -313,7 +313,7 @@ def test_fused_linear_errors_and_vmap():
         linear(kit.ones(2, 3, dtype=kit.float64), kit.ones(4, 3))
     with pytest.raises(ValueError, match="bias must have shape"):
         linear(kit.ones(2, 3), kit.ones(4, 3), kit.ones(3))
-    with pytest.raises(TypeError, match="must be a Tensor"):
+    with pytest.raises(TypeError, match="must be Tensors"):
         linear(np.ones((2, 3)), kit.ones(4, 3))
     w, b = kit.tensor(data(2, 3)), kit.tensor(data(2))
     xs = kit.tensor(data(4, 5, 3))

@@ -55,7 +55,8 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):  # noqa: A002
-        return F.linear(input, self.weight, self.bias)
+        params = self._parameters  # one dict lookup each, not Module.__getattr__ (a hot path)
+        return F.linear(input, params["weight"], params["bias"])
 
     def extra_repr(self):
         return (

@@ -69,9 +69,10 @@ def _linear_rule(node, g, x, w):
 
 def linear(x, weight, bias=None):
     """x @ weight.T + bias as one node, weight of shape (out_features, in_features)."""
-    for name, t in (("input", x), ("weight", weight), ("bias", bias)):
-        if t is not None and not isinstance(t, Tensor):
-            raise TypeError(f"kit.linear: {name} must be a Tensor, got {type(t).__name__}")
+    if not (isinstance(x, Tensor) and isinstance(weight, Tensor)
+            and (bias is None or isinstance(bias, Tensor))):
+        wrong = next(t for t in (x, weight, bias) if t is not None and not isinstance(t, Tensor))
+        raise TypeError(f"kit.linear: arguments must be Tensors, got {type(wrong).__name__}")
     d, w = data_of(x), data_of(weight)
     b = None if bias is None else data_of(bias)
     if w.ndim != 2 or d.ndim == 0 or d.shape[-1] != w.shape[1]:
@@ -89,7 +90,8 @@ def linear(x, weight, bias=None):
             f"kit.linear: input and weight must have the same dtype, but got {d.dtype} and "
             f"{w.dtype}. Fix: convert one, e.g. x.to(weight.dtype) or model.to(x.dtype)"
         )
-    check_same_device("linear", *(a for a in (d, w, b) if a is not None))
+    if type(d) is not type(w) or (b is not None and type(b) is not type(w)):
+        check_same_device("linear", *(a for a in (d, w, b) if a is not None))
     out = d @ w.T
     if b is not None:
         out += b

@@ -119,11 +119,12 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        state = self.state
         for group in self.param_groups:
             for param in group["params"]:
                 grad = param.grad
                 if grad is not None:
-                    self.update(param, grad, self.state[param], group)
+                    self.update(param, grad, state[param], group)
         return loss
 
     def update(self, param, grad, state, group):
