@@ -12,6 +12,7 @@ on the same registration and state-dict code.
 
 from kit.nn import functional, init, utils
 from kit.nn.containers import ModuleDict, ModuleList, Sequential
+from kit.nn.conv import AvgPool2d, Conv2d, MaxPool2d
 from kit.nn.layers import (
     GELU,
     Dropout,
@@ -31,7 +32,8 @@ from kit.nn.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from kit.nn.parameter import Parameter
 
 __all__ = [
-    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "CrossEntropyLoss", "Dropout",
+    "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
+    "CrossEntropyLoss", "Dropout", "MaxPool2d",
     "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MSELoss", "Module",
     "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid",
     "Softmax", "Softplus", "Tanh", "functional", "init", "utils",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from kit._creation import arange, rand
+from kit._creation import arange, ones, rand
+from kit.ops import conv
 from kit.ops._vmap import VMAP
 from kit.ops.composite import _reduce, cross_entropy, log_softmax, mse_loss, relu, softmax
 from kit.ops.elementwise import abs as abs_
@@ -22,9 +23,10 @@ from kit.ops.reductions import mean
 from kit.ops.reductions import sum as sum_
 
 __all__ = [
-    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
-    "dropout", "embedding", "gelu", "layer_norm", "linear", "log_softmax", "mse_loss",
-    "nll_loss", "relu", "sigmoid", "softmax", "softplus", "tanh",
+    "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
+    "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax",
+    "softplus", "tanh",
 ]
 
 
@@ -190,4 +192,56 @@ def _same_shape(op, input, target):  # noqa: A002
             f"kit.{op}: Using a target size ({list(target.shape)}) that is different to the input "
             f"size ({list(input.shape)}) is deprecated and an error here. Fix: reshape the target"
         )
+
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """2-D convolution (cross-correlation, as PyTorch's); padding may be 'valid' or 'same'."""
+    if padding == "valid":
+        padding = 0
+    elif padding == "same":
+        if conv.pair_arg(stride, "stride", "conv2d") != (1, 1):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        dilation_pair = conv.pair_arg(dilation, "dilation", "conv2d")
+        total = [d * (k - 1) for d, k in zip(dilation_pair, weight.shape[2:], strict=True)]
+        if any(t % 2 for t in total):
+            raise ValueError(
+                f"kit.conv2d: padding='same' with an even effective kernel ({list(total)} "
+                f"padding in all) would pad one side more, which kit does not do. Fix: use an "
+                f"odd kernel size, or explicit padding"
+            )
+        padding = tuple(t // 2 for t in total)
+    elif isinstance(padding, str):
+        raise ValueError(f"Invalid padding string {padding!r}, should be one of 'valid', 'same'")
+    return conv.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """The maximum over each window (kit/ops/conv.py)."""
+    return conv.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                           return_indices)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    """The mean over each window: a depthwise convolution with a constant weight."""
+    if ceil_mode:
+        raise ValueError(
+            "kit.avg_pool2d: ceil_mode=True is not supported. Fix: pad the input so the "
+            "windows fit (padding=...)"
+        )
+    kernel = conv.pair_arg(kernel_size, "kernel_size", "avg_pool2d")
+    stride = kernel if stride is None else stride
+    channels = input.shape[1]
+    options = {"dtype": input.dtype, "device": input.device}
+    summed = conv.conv2d(input, ones(channels, 1, *kernel, **options), None, stride, padding, 1,
+                         channels)
+    if divisor_override is not None:
+        return summed / divisor_override
+    if count_include_pad:
+        return summed / (kernel[0] * kernel[1])
+    counts = conv.conv2d(ones(1, 1, *input.shape[2:], **options), ones(1, 1, *kernel, **options),
+                         None, stride, padding)
+    return summed / counts
 

@@ -8,7 +8,7 @@ arrays in a first-order backward and Tensors with create_graph (see _record.py);
 calls the array kernel for the first and the recording primitive for the second.
 
 Average pooling is a composite (a depthwise convolution with a constant weight) in
-kit/nn/functional_conv.py; it owns no gradient code.
+kit/nn/functional.py; it owns no gradient code.
 """
 
 from __future__ import annotations
@@ -106,11 +106,23 @@ def _dispatch(kernel, primitive, a, b, *args):
     return kernel(a, b, *args)
 
 
+def _conv(x, w, conf):
+    return _dispatch(_forward_kernel, _conv_no_bias, x, w, conf)
+
+
+def _input_grad(g, w, x_shape, conf):
+    return _dispatch(_input_grad_kernel, conv2d_input_grad, g, w, x_shape, conf)
+
+
+def _weight_grad(x, g, w_shape, conf):
+    return _dispatch(_weight_grad_kernel, conv2d_weight_grad, x, g, w_shape, conf)
+
+
 # --- the three primitives -------------------------------------------------------------------
 def _conv2d_rule(node, g, x, w):
     need, conf = node.next_functions, node.params
-    gx = _dispatch(_input_grad_kernel, conv2d_input_grad, g, w, x.shape, conf) if need[0] else None
-    gw = _dispatch(_weight_grad_kernel, conv2d_weight_grad, x, g, w.shape, conf) if need[1] else None
+    gx = _input_grad(g, w, x.shape, conf) if need[0] else None
+    gw = _weight_grad(x, g, w.shape, conf) if need[1] else None
     gb = g.sum(axis=(0, 2, 3)) if need[2] else None
     return gx, gw, gb
 
@@ -126,8 +138,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _input_grad_rule(node, u, g, w):
     need, conf = node.next_functions, node.params
-    gg = _dispatch(_forward_kernel, _conv_no_bias, u, w, conf) if need[0] else None
-    gw = _dispatch(_weight_grad_kernel, conv2d_weight_grad, u, g, w.shape, conf) if need[1] else None
+    gg = _conv(u, w, conf) if need[0] else None
+    gw = _weight_grad(u, g, w.shape, conf) if need[1] else None
     return gg, gw
 
 
@@ -139,8 +151,8 @@ def conv2d_input_grad(g, weight, x_shape, conf):
 
 def _weight_grad_rule(node, u, x, g):
     need, conf = node.next_functions, node.params
-    gx = _dispatch(_input_grad_kernel, conv2d_input_grad, g, u, x.shape, conf) if need[0] else None
-    gg = _dispatch(_forward_kernel, _conv_no_bias, x, u, conf) if need[1] else None
+    gx = _input_grad(g, u, x.shape, conf) if need[0] else None
+    gg = _conv(x, u, conf) if need[1] else None
     return gx, gg
 
 

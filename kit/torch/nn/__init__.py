@@ -9,10 +9,12 @@ Linear(in_features=2, out_features=3, bias=True)
 
 from kit.nn import (
     GELU,
+    AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,
     BCELoss,
     BCEWithLogitsLoss,
+    Conv2d,
     CrossEntropyLoss,
     Dropout,
     Embedding,
@@ -20,6 +22,7 @@ from kit.nn import (
     Identity,
     LayerNorm,
     Linear,
+    MaxPool2d,
     Module,
     ModuleDict,
     ModuleList,
@@ -38,7 +41,8 @@ from kit.nn import (
 from kit.torch.nn import functional
 
 __all__ = [
-    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "CrossEntropyLoss", "Dropout",
+    "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
+    "CrossEntropyLoss", "Dropout", "MaxPool2d",
     "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MSELoss", "Module",
     "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid",
     "Softmax", "Softplus", "Tanh", "functional", "init", "utils",

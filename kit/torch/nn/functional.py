@@ -7,9 +7,11 @@ tensor([0., 0., 2.])
 """
 
 from kit.nn.functional import (
+    avg_pool2d,
     batch_norm,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    conv2d,
     cross_entropy,
     dropout,
     embedding,
@@ -17,6 +19,7 @@ from kit.nn.functional import (
     layer_norm,
     linear,
     log_softmax,
+    max_pool2d,
     mse_loss,
     nll_loss,
     relu,
@@ -27,7 +30,8 @@ from kit.nn.functional import (
 )
 
 __all__ = [
-    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
-    "dropout", "embedding", "gelu", "layer_norm", "linear", "log_softmax", "mse_loss",
-    "nll_loss", "relu", "sigmoid", "softmax", "softplus", "tanh",
+    "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
+    "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax",
+    "softplus", "tanh",
 ]
