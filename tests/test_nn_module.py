@@ -250,6 +250,24 @@ def test_containers(torch):
     assert [n for n, _ in heads.named_parameters()] == ["a.weight", "a.bias", "b.weight", "b.bias"]
 
 
+@pytest.mark.parametrize("torch", LIBS)
+def test_deepcopy_gives_an_independent_model(torch):
+    import copy
+
+    model = torch.nn.Linear(2, 3)
+    model(torch.ones(4, 2)).sum().backward()
+    clone = copy.deepcopy(model)
+    assert clone.weight is not model.weight and isinstance(clone.weight, torch.nn.Parameter)
+    assert clone.weight.grad is None  # as PyTorch's Parameter.__deepcopy__
+    clone(torch.ones(4, 2)).sum().backward()
+    clone(torch.ones(4, 2)).sum().backward()
+    np.testing.assert_array_equal(model.weight.grad.numpy(), np.full((3, 2), 4.0))
+    np.testing.assert_array_equal(clone.weight.grad.numpy(), np.full((3, 2), 8.0))
+    with torch.no_grad():
+        clone.weight.add_(1.0)
+    assert not np.array_equal(clone.weight.detach().numpy(), model.weight.detach().numpy())
+
+
 def test_kit_errors_name_the_fix():
     import kit.torch as torch
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from kit._tensor import Tensor
+from kit.grad_mode import no_grad
 
 
 class Parameter(Tensor):
@@ -36,6 +37,15 @@ class Parameter(Tensor):
 
     def __init__(self, data=None, requires_grad=True):
         pass  # everything happened in __new__
+
+    def __deepcopy__(self, memo):
+        # NOTE: copying the slots would copy the graph edge too, and gradients of the copy would
+        # flow into the original; a copy is a fresh leaf with copied data and, as PyTorch's
+        # Parameter.__deepcopy__, no gradient.
+        if id(self) not in memo:
+            with no_grad():
+                memo[id(self)] = Parameter(self.detach().clone(), self.requires_grad)
+        return memo[id(self)]
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
