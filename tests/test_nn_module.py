@@ -285,6 +285,7 @@ def test_kit_errors_name_the_fix():
 @pytest.mark.parametrize("module", [
     "kit.nn", "kit.nn.module", "kit.nn.parameter", "kit.nn.layers", "kit.nn.containers",
     "kit.nn.conv", "kit.nn.normalization", "kit.nn.loss", "kit.nn.functional", "kit.nn.init",
+    "kit.nn.state",
     "kit.nn.utils",
     "kit.optim", "kit.optim.maths", "kit.optim.optimizer", "kit.optim.algorithms",
     "kit.optim.lr_scheduler", "kit.data", "kit.data.dataset", "kit.data.collate",

@@ -14,22 +14,12 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict
 
 from kit._tensor import RemovableHandle, Tensor
 from kit.grad_mode import no_grad
+from kit.nn import state
 from kit.nn.parameter import Parameter
-
-
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    """What load_state_dict returns: the keys it did not match."""
-
-    def __repr__(self):
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
 
 
 def _addindent(text, spaces):
@@ -331,21 +321,11 @@ class Module:
         self._forward_hooks[handle.id] = hook
         return handle
 
-    # --- state dicts -------------------------------------------------------------------------
+    # --- state dicts (kit/nn/state.py) -------------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """An OrderedDict name -> tensor of every parameter and persistent buffer (detached,
         sharing storage with the module's, as PyTorch's)."""
-        out = OrderedDict() if destination is None else destination
-        for name, param in self._parameters.items():
-            if param is not None:
-                out[prefix + name] = param if keep_vars else param.detach()
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent:
-                out[prefix + name] = buf if keep_vars else buf.detach()
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=out, prefix=prefix + name + ".", keep_vars=keep_vars)
-        return out
+        return state.collect(self, destination, prefix, keep_vars)
 
     def load_state_dict(self, state_dict, strict=True):
         """Copy tensors from `state_dict` into this module's parameters and buffers, in place.
@@ -353,44 +333,7 @@ class Module:
         With `strict` (the default) every key must match, else a RuntimeError lists the missing
         and unexpected ones, as PyTorch's does.
         """
-        if not hasattr(state_dict, "keys"):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        own = self.state_dict(keep_vars=True)
-        missing = [key for key in own if key not in state_dict]
-        unexpected = [key for key in state_dict if key not in own]
-        errors = []
-        if strict:
-            if unexpected:
-                keys = ", ".join(f'"{k}"' for k in unexpected)
-                errors.append(f"Unexpected key(s) in state_dict: {keys}. ")
-            if missing:
-                keys = ", ".join(f'"{k}"' for k in missing)
-                errors.insert(0, f"Missing key(s) in state_dict: {keys}. ")
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            if not isinstance(value, Tensor):
-                errors.append(
-                    f'While copying the parameter named "{key}", expected torch.Tensor or '
-                    f"Tensor-like object from checkpoint but received {type(value)}"
-                )
-            elif tuple(value.shape) != tuple(target.shape):
-                errors.append(
-                    f"size mismatch for {key}: copying a param with shape "
-                    f"torch.Size({list(value.shape)}) from checkpoint, the shape in current "
-                    f"model is torch.Size({list(target.shape)})."
-                )
-        if errors:
-            raise RuntimeError(
-                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
-                + "\n\t".join(errors)
-            )
-        with no_grad():
-            for key, target in own.items():
-                if key in state_dict:
-                    target.copy_(state_dict[key].to(target.device))
-        return _IncompatibleKeys(missing, unexpected)
+        return state.load(self, state_dict, strict)
 
     # --- printing ----------------------------------------------------------------------------
     def extra_repr(self):
