@@ -319,3 +319,51 @@ def test_fused_linear_errors_and_vmap():
     xs = kit.tensor(data(4, 5, 3))
     batched = kit.func.vmap(lambda x: F.linear(x, w, b))(xs)
     np.testing.assert_allclose(batched.numpy(), F.linear(xs, w, b).numpy(), rtol=1e-12)
+
+
+CE_OPTIONS = [{}, {"weight": True}, {"ignore_index": 1}, {"label_smoothing": 0.1},
+              {"weight": True, "ignore_index": 3, "label_smoothing": 0.2}]
+
+
+@needs_torch
+@pytest.mark.parametrize("options", CE_OPTIONS, ids=str)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("by_index", [True, False])
+def test_cross_entropy_options_match_pytorch(options, reduction, by_index):
+    if not by_index and "ignore_index" in options:
+        pytest.skip("PyTorch ignores ignore_index for probability targets; nothing to compare")
+    x = data(6, 4)
+    target = np.array([0, 3, 1, 1, 2, 3]) if by_index else probs(6, 4)
+    if not by_index:
+        target /= target.sum(1, keepdims=True)
+    weight = data(4, low=0.5)
+
+    def call(lib, fn, x):
+        kwargs = dict(options, reduction=reduction)
+        if kwargs.pop("weight", False):
+            kwargs["weight"] = lib.tensor(weight)
+        return fn(x, lib.tensor(target), **kwargs)
+
+    ours = t64(x)
+    theirs = torch.tensor(x, requires_grad=True)
+    out = call(kit, F.cross_entropy, ours)
+    ref = call(torch, torch.nn.functional.cross_entropy, theirs)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-12)
+    out.sum().backward()
+    ref.sum().backward()
+    np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-10, atol=1e-14)
+    module = ktorch.nn.CrossEntropyLoss(
+        weight=kit.tensor(weight) if options.get("weight") else None,
+        ignore_index=options.get("ignore_index", -100), reduction=reduction,
+        label_smoothing=options.get("label_smoothing", 0.0))
+    np.testing.assert_allclose(module(t64(x), kit.tensor(target)).detach().numpy(),
+                               ref.detach().numpy(), rtol=1e-12)
+
+
+def test_cross_entropy_options_gradcheck():
+    target = kit.tensor(np.array([0, 3, 1, 1]))
+    weight = kit.tensor(data(4, low=0.5))
+    assert kit.gradcheck(lambda x: F.cross_entropy(x, target, weight, ignore_index=3,
+                                                   label_smoothing=0.3), (t64(data(4, 4)),))
+    with pytest.raises(ValueError, match="label_smoothing"):
+        F.cross_entropy(t64(data(4, 4)), target, label_smoothing=1.5)

@@ -13,7 +13,8 @@ import math
 from kit._creation import arange, ones, rand
 from kit.ops import conv
 from kit.ops._vmap import VMAP
-from kit.ops.composite import _reduce, cross_entropy, log_softmax, mse_loss, relu, softmax
+from kit.ops.composite import _reduce, log_softmax, mse_loss, relu, softmax
+from kit.ops.composite import cross_entropy as fused_cross_entropy
 from kit.ops.elementwise import abs as abs_
 from kit.ops.elementwise import clamp, exp, log, sigmoid, sqrt, tanh, where
 from kit.ops.movement import getitem
@@ -165,6 +166,46 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",  # noqa: A002
+                  label_smoothing=0.0):
+    """Cross-entropy of logits (N, C) against class indices (N,) or probabilities (N, C), with
+    PyTorch's class weights, ignore_index and label smoothing.
+
+    Without those options it is kit's fused primitive (kit/ops/losses.py); with them, a
+    composite of log_softmax and nll_loss, term for term as PyTorch's.
+    """
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    by_index = target.dtype.kind in "iu"
+    if weight is None and label_smoothing == 0.0 and (ignore_index == -100 or not by_index):
+        return fused_cross_entropy(input, target, reduction)
+    if input.ndim != 2:
+        raise ValueError(
+            f"kit.cross_entropy: expected logits of shape (N, C), got {tuple(input.shape)}"
+        )
+    logp = log_softmax(input, 1)
+    classes = input.shape[1]
+    if not by_index:  # probabilities: smoothing mixes in the uniform distribution
+        if label_smoothing:
+            target = target * (1 - label_smoothing) + label_smoothing / classes
+        terms = logp * target if weight is None else logp * target * weight
+        return _reduce(-sum_(terms, 1), reduction, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    keep = (target != ignore_index).to(input.dtype)
+    smooth = -sum_(logp if weight is None else logp * weight.detach(), 1) * keep
+    if reduction == "mean":
+        if weight is None:
+            smooth = sum_(smooth) / sum_(keep)
+        else:
+            picked = getitem(weight.detach(), where(target != ignore_index, target, 0))
+            smooth = sum_(smooth) / sum_(picked * keep)
+    elif reduction == "sum":
+        smooth = sum_(smooth)
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002

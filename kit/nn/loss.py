@@ -34,8 +34,14 @@ class MSELoss(_Loss):
 class CrossEntropyLoss(_Loss):
     """Cross-entropy of logits against class indices or class probabilities."""
 
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(reduction, weight)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
     def forward(self, input, target):  # noqa: A002
-        return F.cross_entropy(input, target, reduction=self.reduction)
+        return F.cross_entropy(input, target, self._buffers.get("weight"), self.ignore_index,
+                               self.reduction, self.label_smoothing)
 
 
 class NLLLoss(_Loss):
