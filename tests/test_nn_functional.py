@@ -54,6 +54,9 @@ CASES = [
     ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"),
      lambda x: torch.nn.functional.gelu(x, approximate="tanh"), [data(3, 4) * 3], []),
     ("softplus", F.softplus, "softplus", [data(3, 4) * 5], []),
+    ("leaky_relu", lambda x: F.leaky_relu(x, 0.2),
+     lambda x: torch.nn.functional.leaky_relu(x, 0.2), [data(3, 4)], []),
+    ("silu", F.silu, "silu", [data(3, 4) * 3], []),
     ("softplus_beta", lambda x: F.softplus(x, beta=2.0, threshold=3.0),
      lambda x: torch.nn.functional.softplus(x, beta=2.0, threshold=3.0), [data(3, 4) * 3], []),
     ("layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b),
@@ -199,6 +202,11 @@ def test_layer_modules_forward():
                                rtol=1e-6)
     np.testing.assert_allclose(nn.ReLU()(x).numpy(), np.maximum(x.numpy(), 0))
     np.testing.assert_allclose(nn.GELU()(x).numpy(), F.gelu(x).numpy())
+    np.testing.assert_allclose(nn.SiLU()(x).numpy(), F.silu(x).numpy())
+    np.testing.assert_allclose(nn.LeakyReLU(0.1)(x).numpy(), F.leaky_relu(x, 0.1).numpy())
+    np.testing.assert_allclose(nn.LogSoftmax(dim=1)(x).numpy(), F.log_softmax(x, 1).numpy())
+    np.testing.assert_allclose(nn.Softmax(dim=1)(x).numpy(), F.softmax(x, 1).numpy())
+    np.testing.assert_allclose(nn.Softplus()(x).numpy(), F.softplus(x).numpy())
     ln = nn.LayerNorm(4)
     out = ln(x).detach().numpy()
     np.testing.assert_allclose(out.mean(-1), 0, atol=1e-6)

@@ -187,6 +187,8 @@ def test_to_dtype_converts_floating_tensors_only(torch):
     assert net.norm.num_batches_tracked.dtype == torch.int64
     assert net(torch.ones(5, 4, dtype=torch.float64)).dtype == torch.float64
     assert net.float().fc1.weight.dtype == torch.float32
+    weight = net.fc1.weight
+    assert net.to("cpu").fc1.weight is weight  # nothing to convert: the same parameter
 
 
 @pytest.mark.parametrize("torch", LIBS)
@@ -213,6 +215,9 @@ def test_repr(torch):
         "LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=True)"
     )
     assert repr(torch.nn.GELU()) == "GELU(approximate='none')"
+    assert repr(torch.nn.LeakyReLU(0.2)) == "LeakyReLU(negative_slope=0.2)"
+    assert repr(torch.nn.LogSoftmax(dim=1)) == "LogSoftmax(dim=1)"
+    assert repr(torch.nn.Softplus()) == "Softplus(beta=1.0, threshold=20.0)"
 
 
 @pytest.mark.parametrize("torch", LIBS)

@@ -19,9 +19,12 @@ from kit.nn.layers import (
     Embedding,
     Flatten,
     Identity,
+    LeakyReLU,
     Linear,
+    LogSoftmax,
     ReLU,
     Sigmoid,
+    SiLU,
     Softmax,
     Softplus,
     Tanh,
@@ -33,8 +36,8 @@ from kit.nn.parameter import Parameter
 
 __all__ = [
     "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
-    "CrossEntropyLoss", "Dropout", "MaxPool2d",
-    "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MSELoss", "Module",
-    "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid",
-    "Softmax", "Softplus", "Tanh", "functional", "init", "utils",
+    "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "Identity", "LayerNorm",
+    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
+    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
+    "Softplus", "Tanh", "functional", "init", "utils",
 ]

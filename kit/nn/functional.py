@@ -25,9 +25,9 @@ from kit.ops.reductions import sum as sum_
 
 __all__ = [
     "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
-    "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax",
-    "softplus", "tanh",
+    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "leaky_relu",
+    "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "silu",
+    "softmax", "softplus", "tanh",
 ]
 
 
@@ -51,6 +51,18 @@ def gelu(input, approximate="none"):  # noqa: A002
         inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
         return input * 0.5 * (1 + tanh(inner))
     raise ValueError(f"kit.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    """x where x > 0, else negative_slope * x."""
+    out = where(input > 0, input, input * negative_slope)
+    return input.copy_(out) if inplace else out
+
+
+def silu(input, inplace=False):  # noqa: A002
+    """x * sigmoid(x) (also called swish)."""
+    out = input * sigmoid(input)
+    return input.copy_(out) if inplace else out
 
 
 def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002

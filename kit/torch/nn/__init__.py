@@ -21,7 +21,9 @@ from kit.nn import (
     Flatten,
     Identity,
     LayerNorm,
+    LeakyReLU,
     Linear,
+    LogSoftmax,
     MaxPool2d,
     Module,
     ModuleDict,
@@ -32,6 +34,7 @@ from kit.nn import (
     ReLU,
     Sequential,
     Sigmoid,
+    SiLU,
     Softmax,
     Softplus,
     Tanh,
@@ -42,8 +45,8 @@ from kit.torch.nn import functional
 
 __all__ = [
     "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
-    "CrossEntropyLoss", "Dropout", "MaxPool2d",
-    "Embedding", "Flatten", "GELU", "Identity", "LayerNorm", "Linear", "MSELoss", "Module",
-    "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "Sigmoid",
-    "Softmax", "Softplus", "Tanh", "functional", "init", "utils",
+    "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "Identity", "LayerNorm",
+    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
+    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
+    "Softplus", "Tanh", "functional", "init", "utils",
 ]

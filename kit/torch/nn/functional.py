@@ -17,6 +17,7 @@ from kit.nn.functional import (
     embedding,
     gelu,
     layer_norm,
+    leaky_relu,
     linear,
     log_softmax,
     max_pool2d,
@@ -24,6 +25,7 @@ from kit.nn.functional import (
     nll_loss,
     relu,
     sigmoid,
+    silu,
     softmax,
     softplus,
     tanh,
@@ -31,7 +33,7 @@ from kit.nn.functional import (
 
 __all__ = [
     "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear",
-    "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "softmax",
-    "softplus", "tanh",
+    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "leaky_relu",
+    "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "silu",
+    "softmax", "softplus", "tanh",
 ]
