@@ -6,7 +6,14 @@ import pytest
 
 import kit
 import kit.torch as ktorch
-from kit.torch.utils.data import DataLoader, Dataset, Subset, TensorDataset, default_collate
+from kit.torch.utils.data import (
+    DataLoader,
+    Dataset,
+    Subset,
+    TensorDataset,
+    default_collate,
+    random_split,
+)
 
 try:
     import torch
@@ -100,3 +107,24 @@ def test_bad_arguments():
         DataLoader(dataset(), sampler=[0, 1], shuffle=True)
     with pytest.raises(TypeError, match="collate_fn"):
         default_collate([object()])
+
+
+def test_random_split_lengths_fractions_and_seed():
+    ds = dataset(10)
+    parts = random_split(ds, [7, 3], generator=ktorch.Generator().manual_seed(0))
+    assert [len(p) for p in parts] == [7, 3]
+    seen = sorted(int(y) for p in parts for _, y in (p[i] for i in range(len(p))))
+    assert seen == list(range(10))
+    again = random_split(ds, [7, 3], generator=ktorch.Generator().manual_seed(0))
+    assert again[1].indices == parts[1].indices
+    assert [len(p) for p in random_split(ds, [0.5, 0.3, 0.2])] == [5, 3, 2]
+    assert [len(p) for p in random_split(dataset(7), [0.5, 0.5])] == [4, 3]
+    with pytest.raises(ValueError, match="Sum of input lengths"):
+        random_split(ds, [5, 4])
+
+
+def test_concat_dataset():
+    both = dataset(3) + dataset(2)
+    assert len(both) == 5 and both[3][1].item() == 0 and both[-1][1].item() == 1
+    with pytest.raises(IndexError):
+        both[5]

@@ -207,6 +207,9 @@ def schedule(lib, cls, kwargs, epochs=25):
 @pytest.mark.parametrize("cls, kwargs", [
     ("StepLR", {"step_size": 3}), ("StepLR", {"step_size": 2, "gamma": 0.5}),
     ("CosineAnnealingLR", {"T_max": 10}), ("CosineAnnealingLR", {"T_max": 7, "eta_min": 0.001}),
+    ("MultiStepLR", {"milestones": [3, 7, 7, 12], "gamma": 0.5}),
+    ("ExponentialLR", {"gamma": 0.9}),
+    ("LambdaLR", {"lr_lambda": lambda epoch: 0.95 ** epoch / (1 + epoch)}),
 ])
 def test_schedules_equal_pytorch(cls, kwargs):
     assert schedule(ktorch, cls, kwargs) == schedule(torch, cls, kwargs)
@@ -221,3 +224,15 @@ def test_optimizer_repr():
     opt = ktorch.optim.SGD([kit.tensor([1.0], requires_grad=True)], lr=0.1)
     text = repr(opt)
     assert text.startswith("SGD (\nParameter Group 0\n") and "    lr: 0.1" in text
+
+
+def test_lambda_lr_per_group_and_its_state_dict():
+    opt = ktorch.optim.SGD([{"params": [kit.zeros(1, requires_grad=True)], "lr": 1.0},
+                            {"params": [kit.zeros(1, requires_grad=True)], "lr": 2.0}])
+    sched = ktorch.optim.lr_scheduler.LambdaLR(opt, [lambda e: e + 1, lambda e: 0.5 ** e])
+    opt.step()
+    sched.step()
+    assert sched.get_last_lr() == [2.0, 1.0]
+    assert "lr_lambdas" not in sched.state_dict() and sched.state_dict()["last_epoch"] == 1
+    with pytest.raises(ValueError, match="Expected 2 lr_lambdas"):
+        ktorch.optim.lr_scheduler.LambdaLR(opt, [lambda e: 1.0])

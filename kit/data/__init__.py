@@ -9,7 +9,10 @@ a seedable Generator. `kit.torch.utils.data` spells it as torch.utils.data.
 """
 
 from kit.data.collate import default_collate
-from kit.data.dataset import Dataset, Subset, TensorDataset
+from kit.data.dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
 from kit.data.loader import DataLoader, Generator
 
-__all__ = ["DataLoader", "Dataset", "Generator", "Subset", "TensorDataset", "default_collate"]
+__all__ = [
+    "ConcatDataset", "DataLoader", "Dataset", "Generator", "Subset", "TensorDataset",
+    "default_collate", "random_split",
+]

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import math
+
 from kit._tensor import Tensor
 
 
@@ -62,6 +64,31 @@ class Subset(Dataset):
 
     def __len__(self):
         return len(self.indices)
+
+
+def random_split(dataset, lengths, generator=None):
+    """Split `dataset` into non-overlapping Subsets of the given lengths (or fractions summing
+    to 1, the remainder dealt out one by one from the first), in a random order."""
+    from kit._creation import _Random
+
+    n = len(dataset)
+    lengths = list(lengths)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        sizes = [int(math.floor(n * frac)) for frac in lengths]
+        for i in range(n - sum(sizes)):
+            sizes[i % len(sizes)] += 1
+        lengths = sizes
+    if sum(lengths) != n:
+        raise ValueError(
+            "Sum of input lengths does not equal the length of the input dataset!"
+        )
+    rng = generator.rng if generator is not None else _Random.generator
+    order = rng.permutation(n).tolist()
+    out, start = [], 0
+    for length in lengths:
+        out.append(Subset(dataset, order[start:start + length]))
+        start += length
+    return out
 
 
 class ConcatDataset(Dataset):

@@ -1,5 +1,5 @@
-"""Learning-rate schedules: StepLR and CosineAnnealingLR, with PyTorch's recursive formulas (so
-the rates agree with PyTorch's to the last bit).
+"""Learning-rate schedules: StepLR, MultiStepLR, ExponentialLR, LambdaLR and CosineAnnealingLR,
+with PyTorch's recursive formulas (so the rates agree with PyTorch's to the last bit).
 
 >>> import kit
 >>> from kit.optim import SGD
@@ -16,6 +16,7 @@ the rates agree with PyTorch's to the last bit).
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 
 class LRScheduler:
@@ -71,6 +72,58 @@ class StepLR(LRScheduler):
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return [group["lr"] for group in groups]
         return [group["lr"] * self.gamma for group in groups]
+
+
+class MultiStepLR(LRScheduler):
+    """Multiplies each group's lr by `gamma` at each epoch in `milestones`."""
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch not in self.milestones:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch] for group in groups]
+
+
+class ExponentialLR(LRScheduler):
+    """Multiplies each group's lr by `gamma` every epoch."""
+
+    def __init__(self, optimizer, gamma, last_epoch=-1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        groups = self.optimizer.param_groups
+        if self.last_epoch == 0:
+            return [group["lr"] for group in groups]
+        return [group["lr"] * self.gamma for group in groups]
+
+
+class LambdaLR(LRScheduler):
+    """Sets each group's lr to its initial lr times `lr_lambda(epoch)` (one function, or one per
+    group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        groups = optimizer.param_groups
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != len(groups):
+                raise ValueError(f"Expected {len(groups)} lr_lambdas, but got {len(lr_lambda)}")
+            self.lr_lambdas = list(lr_lambda)
+        else:
+            self.lr_lambdas = [lr_lambda] * len(groups)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [base * fn(self.last_epoch)
+                for base, fn in zip(self.base_lrs, self.lr_lambdas, strict=True)]
+
+    def state_dict(self):
+        # functions are not state: PyTorch's LambdaLR leaves them out too
+        return {k: v for k, v in super().state_dict().items() if k != "lr_lambdas"}
 
 
 class CosineAnnealingLR(LRScheduler):

@@ -1,5 +1,14 @@
 """`torch.optim.lr_scheduler`: kit's schedules (kit.optim.lr_scheduler) under PyTorch's names."""
 
-from kit.optim.lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR
+from kit.optim.lr_scheduler import (
+    CosineAnnealingLR,
+    ExponentialLR,
+    LambdaLR,
+    LRScheduler,
+    MultiStepLR,
+    StepLR,
+)
 
-__all__ = ["CosineAnnealingLR", "LRScheduler", "StepLR"]
+__all__ = [
+    "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "MultiStepLR", "StepLR",
+]

@@ -6,6 +6,17 @@
 2
 """
 
-from kit.data import DataLoader, Dataset, Subset, TensorDataset, default_collate
+from kit.data import (
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    Subset,
+    TensorDataset,
+    default_collate,
+    random_split,
+)
 
-__all__ = ["DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate"]
+__all__ = [
+    "ConcatDataset", "DataLoader", "Dataset", "Subset", "TensorDataset", "default_collate",
+    "random_split",
+]
