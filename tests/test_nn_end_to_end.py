@@ -185,3 +185,31 @@ def test_dataloader_training_loop_with_schedule_and_eval(lib):
     with lib.no_grad():
         a, b = model(lib.tensor(x)), model(lib.tensor(x))
     np.testing.assert_array_equal(a.numpy(), b.numpy())  # eval: no dropout, running stats
+
+
+def test_core_style_and_torch_style_train_to_the_same_weights():
+    """The same network in kit's core style (bare tensors, kit.optim.maths) and in kit.torch's
+    (nn.Linear, optim.SGD with momentum), from the same start, after 100 steps."""
+    import kit
+    from kit.optim.maths import sgd_update
+
+    x, y = data(3)
+    model = ktorch.nn.Sequential(ktorch.nn.Linear(4, 8), ktorch.nn.Tanh(), ktorch.nn.Linear(8, 3))
+    w1, b1, w2, b2 = (kit.tensor(p.detach().numpy(), requires_grad=True)
+                      for p in model.parameters())
+    states = [{} for _ in range(4)]
+    opt = ktorch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
+    xt, yt = kit.tensor(x), kit.tensor(y)
+    for _ in range(100):
+        h = kit.tanh(xt @ w1.mT + b1)
+        loss = kit.cross_entropy(h @ w2.mT + b2, yt)
+        loss.backward()
+        for p, state in zip((w1, b1, w2, b2), states, strict=True):
+            sgd_update(p, p.grad, state, lr=0.1, momentum=0.9, weight_decay=1e-3)
+            p.grad = None
+        opt.zero_grad()
+        ktorch.nn.functional.cross_entropy(model(xt), yt).backward()
+        opt.step()
+    for core, module in zip((w1, b1, w2, b2), model.parameters(), strict=True):
+        np.testing.assert_allclose(core.detach().numpy(), module.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
