@@ -273,6 +273,28 @@ def test_deepcopy_gives_an_independent_model(torch):
     assert not np.array_equal(clone.weight.detach().numpy(), model.weight.detach().numpy())
 
 
+@pytest.mark.parametrize("torch", LIBS)
+def test_embedding_from_pretrained(torch):
+    table = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    emb = torch.nn.Embedding.from_pretrained(table)
+    assert not emb.weight.requires_grad and emb.num_embeddings == 3
+    np.testing.assert_array_equal(emb(torch.tensor([2, 0])).numpy(), [[5.0, 6.0], [1.0, 2.0]])
+    trainable = torch.nn.Embedding.from_pretrained(table, freeze=False, padding_idx=1)
+    assert trainable.weight.requires_grad and trainable.padding_idx == 1
+    np.testing.assert_array_equal(trainable.weight.detach().numpy()[1], [3.0, 4.0])
+    with torch.no_grad():
+        trainable.weight.add_(1.0)
+    np.testing.assert_array_equal(table.numpy()[0], [2.0, 3.0])  # the weight is the table
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_batchnorm_without_running_stats_uses_the_batch_in_eval(torch):
+    bn = torch.nn.BatchNorm1d(2, track_running_stats=False, affine=False).eval()
+    assert bn.running_mean is None and [n for n, _ in bn.named_buffers()] == []
+    out = bn(torch.tensor([[1.0, 2.0], [3.0, 6.0]])).numpy()
+    np.testing.assert_allclose(out, [[-1.0, -1.0], [1.0, 1.0]], rtol=1e-4)
+
+
 def test_kit_errors_name_the_fix():
     import kit.torch as torch
 

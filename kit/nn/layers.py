@@ -227,6 +227,17 @@ class Embedding(Module):
         self.weight = Parameter(weight)
         self.reset_parameters()
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+        """An Embedding whose weight is the 2-D tensor `embeddings` (sharing its storage, as
+        PyTorch's), frozen by default."""
+        if embeddings.ndim != 2:
+            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        layer = cls(*embeddings.shape, padding_idx=padding_idx, dtype=embeddings.dtype,
+                    device=embeddings.device)
+        layer.weight = Parameter(embeddings, requires_grad=not freeze)
+        return layer
+
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:
