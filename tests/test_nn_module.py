@@ -189,6 +189,11 @@ def test_to_dtype_converts_floating_tensors_only(torch):
     assert net.float().fc1.weight.dtype == torch.float32
     weight = net.fc1.weight
     assert net.to("cpu").fc1.weight is weight  # nothing to convert: the same parameter
+    tied = torch.nn.Module()
+    tied.a, tied.b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    tied.b.weight = tied.a.weight
+    tied.double()
+    assert tied.b.weight is tied.a.weight and tied.a.weight.dtype == torch.float64
 
 
 @pytest.mark.parametrize("torch", LIBS)

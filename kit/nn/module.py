@@ -292,17 +292,19 @@ class Module:
         return self.to("float64")
 
     def _apply(self, fn):
+        converted = {}  # id -> new Parameter: a parameter shared by two modules stays shared
         for module in self.modules():
             for name, param in module._parameters.items():
                 if param is None:
                     continue
-                new = fn(param)
-                if new is param:
-                    continue
-                fresh = Parameter(new, param.requires_grad)
-                if param.grad is not None:
-                    fresh.grad = fn(param.grad)
-                module._parameters[name] = fresh
+                if id(param) not in converted:
+                    new = fn(param)
+                    if new is not param:
+                        new = Parameter(new, param.requires_grad)
+                        if param.grad is not None:
+                            new.grad = fn(param.grad)
+                    converted[id(param)] = new
+                module._parameters[name] = converted[id(param)]
             for name, buf in module._buffers.items():
                 if buf is not None:
                     module._buffers[name] = fn(buf)
