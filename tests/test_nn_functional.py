@@ -375,3 +375,15 @@ def test_cross_entropy_options_gradcheck():
                                                    label_smoothing=0.3), (t64(data(4, 4)),))
     with pytest.raises(ValueError, match="label_smoothing"):
         F.cross_entropy(t64(data(4, 4)), target, label_smoothing=1.5)
+
+
+def test_vmap_through_the_new_primitives():
+    xs = t64(data(3, 5), grad=False)
+    np.testing.assert_allclose(kit.func.vmap(F.gelu)(xs).numpy(), F.gelu(xs).numpy(), rtol=1e-12)
+    grads = kit.func.vmap(kit.func.grad(lambda x: F.gelu(x).sum()))(xs)
+    x = t64(xs.numpy())
+    F.gelu(x).sum().backward()  # elementwise: the gradient of the total is each row's
+    np.testing.assert_allclose(grads.numpy(), x.grad.numpy(), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="kit.conv2d has no batching rule"):
+        kit.func.vmap(lambda x: F.conv2d(x, kit.ones(1, 1, 1, 1, dtype=kit.float64)))(
+            t64(data(2, 1, 1, 3, 3), grad=False))

@@ -18,6 +18,7 @@ import numpy as np
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import check_same_device, data_of, record
+from kit.ops._vmap import VMAP
 from kit.ops.movement import index_put_add
 
 
@@ -129,6 +130,8 @@ def _conv2d_rule(node, g, x, w):
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D cross-correlation of x (N, C, H, W) with weight (O, C / groups, kh, kw), plus bias."""
+    if VMAP.depth:
+        return VMAP.dispatch("conv2d", conv2d, x, weight, bias, stride, padding, dilation, groups)
     conf = _check(x, weight, bias, stride, padding, dilation, groups)
     out = _forward_kernel(data_of(x), data_of(weight), conf)
     if bias is not None:
@@ -213,6 +216,9 @@ def _max_pool_rule(node, g):
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """The maximum of each window; the gradient goes to the (first) maximal element."""
+    if VMAP.depth:
+        return VMAP.dispatch("max_pool2d", max_pool2d, x, kernel_size, stride, padding, dilation,
+                             ceil_mode, return_indices)
     if not isinstance(x, Tensor) or x.ndim != 4:
         raise ValueError(
             f"kit.max_pool2d: expected a 4-D tensor (N, C, H, W), got "

@@ -69,6 +69,8 @@ def _linear_rule(node, g, x, w):
 
 def linear(x, weight, bias=None):
     """x @ weight.T + bias as one node, weight of shape (out_features, in_features)."""
+    if VMAP.depth:
+        return VMAP.dispatch("linear", linear, x, weight, bias)
     if not (isinstance(x, Tensor) and isinstance(weight, Tensor)
             and (bias is None or isinstance(bias, Tensor))):
         wrong = next(t for t in (x, weight, bias) if t is not None and not isinstance(t, Tensor))
@@ -96,3 +98,16 @@ def linear(x, weight, bias=None):
     if b is not None:
         out += b
     return record("linear", _linear_rule, out, (x, weight, bias), (x, weight))
+
+
+def _register_batching_rules():
+    # NOTE: kit.func owns the batching machinery; kit is fully imported before this module is
+    # (nothing in kit/__init__ imports it), so importing kit.func here makes no cycle.
+    from kit.func._batched import BatchedTensor, rule
+
+    @rule("erf")
+    def _erf_batched(fn, x):
+        return BatchedTensor(fn(x.value), x.levels)
+
+
+_register_batching_rules()
