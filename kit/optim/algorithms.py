@@ -34,7 +34,7 @@ class SGD(Optimizer):
         })
 
     def update(self, param, grad, state, group):
-        maths.sgd_update(
+        maths.sgd_update.raw(
             param, grad, state, group["lr"], group["momentum"], group["dampening"],
             group["weight_decay"], group["nesterov"], group["maximize"],
         )
@@ -59,7 +59,7 @@ class Adam(Optimizer):
         })
 
     def update(self, param, grad, state, group):
-        maths.adam_update(
+        maths.adam_update.raw(
             param, grad, state, group["lr"], group["betas"], group["eps"],
             group["weight_decay"], group["amsgrad"], group["maximize"], self.decoupled,
         )
@@ -91,7 +91,7 @@ class RMSprop(Optimizer):
         })
 
     def update(self, param, grad, state, group):
-        maths.rmsprop_update(
+        maths.rmsprop_update.raw(
             param, grad, state, group["lr"], group["alpha"], group["eps"],
             group["weight_decay"], group["momentum"], group["centered"], group["maximize"],
         )

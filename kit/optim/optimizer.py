@@ -17,7 +17,7 @@ import warnings
 from collections import defaultdict
 
 from kit._tensor import Tensor
-from kit.grad_mode import enable_grad
+from kit.grad_mode import enable_grad, no_grad
 from kit.nn.module import zero_grad
 
 
@@ -120,14 +120,16 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         state = self.state
-        for group in self.param_groups:
-            for param in group["params"]:
-                grad = param.grad
-                if grad is not None:
-                    self.update(param, grad, state[param], group)
+        with no_grad():  # once for the step: update() runs the maths' raw (no_grad-free) form
+            for group in self.param_groups:
+                for param in group["params"]:
+                    grad = param.grad
+                    if grad is not None:
+                        self.update(param, grad, state[param], group)
         return loss
 
     def update(self, param, grad, state, group):
+        """Update one parameter in place; called under no_grad by step()."""
         raise NotImplementedError(f"{type(self).__name__} must define update()")
 
     # --- state dicts ---------------------------------------------------------------------
