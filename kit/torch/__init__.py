@@ -130,16 +130,16 @@ def __getattr__(name):
 
 
 __all__ = [
-    "Generator", "abs", "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor",
-    "autograd", "bool", "cat", "clamp", "clip", "concat", "cos", "cuda", "device", "div", "dot",
-    "double", "dtype", "empty", "enable_grad", "eq", "equal", "exp", "eye", "flatten", "float",
-    "float16", "float32", "float64", "from_numpy", "full", "ge", "gt", "half", "index_add",
-    "int", "int16", "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "le",
-    "linspace", "load", "log", "log_softmax", "logsumexp", "long", "lt", "manual_seed",
-    "matmul", "max", "maximum", "mean", "min", "minimum", "mm", "mul", "ne", "neg", "nn",
-    "no_grad", "numel", "ones", "optim", "ones_like", "outer", "permute", "pow", "rand",
-    "randint", "randn", "relu", "reshape", "save", "serialization", "set_grad_enabled", "short",
-    "sigmoid", "sign", "sin", "softmax", "sort", "sqrt", "squeeze", "stack", "sub", "sum",
-    "tanh", "Tensor", "tensor", "transpose", "uint8", "unsqueeze", "utils", "where", "zeros",
-    "zeros_like",
+    "abs", "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd",
+    "bool", "cat", "clamp", "clip", "concat", "cos", "cuda", "device", "div", "dot", "double",
+    "dtype", "empty", "enable_grad", "eq", "equal", "exp", "eye", "flatten", "float", "float16",
+    "float32", "float64", "from_numpy", "full", "ge", "gt", "half", "index_add", "int", "int16",
+    "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "le", "linspace",
+    "log", "log_softmax", "logsumexp", "long", "lt", "manual_seed", "matmul", "max", "maximum",
+    "mean", "min", "minimum", "mm", "mul", "ne", "neg", "nn", "no_grad", "numel", "ones",
+    "ones_like", "outer", "permute", "pow", "rand", "randint", "randn", "relu", "reshape",
+    "set_grad_enabled", "short", "sigmoid", "sign", "sin", "softmax", "sort", "sqrt", "squeeze",
+    "stack", "sub", "sum", "tanh", "Tensor", "tensor", "transpose", "uint8", "unsqueeze",
+    "where", "zeros", "zeros_like",
 ]
+__all__ += ["Generator", "load", "optim", "save", "serialization", "utils"]  # the module layer
