@@ -46,6 +46,12 @@ def test_batches_in_order_with_last_partial_batch():
     assert len(dropped) == 2 and [b[1].shape[0] for b in dropped] == [4, 4]
 
 
+def test_workers_and_pinned_memory_give_the_same_batches():
+    plain = [y.tolist() for _, y in DataLoader(dataset(), batch_size=4)]
+    workers = DataLoader(dataset(), batch_size=4, num_workers=4, pin_memory=True)
+    assert [y.tolist() for _, y in workers] == plain
+
+
 def test_shuffle_with_generator_is_reproducible_and_a_permutation():
     def order(seed, epochs=2):
         g = ktorch.Generator().manual_seed(seed)
@@ -99,8 +105,8 @@ def test_custom_dataset_custom_collate_and_unbatched():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="num_workers=0"):
-        DataLoader(dataset(), num_workers=2)
+    with pytest.raises(ValueError, match="non-negative"):
+        DataLoader(dataset(), num_workers=-1)
     with pytest.raises(ValueError, match="positive integer"):
         DataLoader(dataset(), batch_size=0)
     with pytest.raises(ValueError, match="mutually exclusive"):

@@ -1,7 +1,9 @@
 """`DataLoader`: batches from a dataset, optionally shuffled by a seedable `Generator`.
 
-Loading runs in the calling process (num_workers=0 only): lessons are small, and one process
-keeps errors at the user's line.
+Loading always runs in the calling process: `num_workers` and `pin_memory` are accepted, so
+code written for PyTorch runs unchanged, and give the same batches in the same order as
+PyTorch's worker processes would (kit has no worker processes and no pinned memory; lessons are
+small, and one process keeps errors at the user's line).
 
 >>> import kit
 >>> from kit.data import DataLoader, Generator, TensorDataset
@@ -46,11 +48,12 @@ class DataLoader:
     """Iterates over `dataset` in batches of `batch_size` (shuffled each epoch if `shuffle`)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
-                 num_workers=0, collate_fn=None, drop_last=False, generator=None):
-        if num_workers != 0:
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False,
+                 generator=None):
+        if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError(
-                f"DataLoader: kit loads in the calling process only (num_workers=0), got "
-                f"num_workers={num_workers}. Fix: drop the argument"
+                "num_workers option should be non-negative; use num_workers=0 to disable "
+                "multiprocessing."
             )
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
@@ -70,6 +73,8 @@ class DataLoader:
         self.batch_sampler = batch_sampler
         self.drop_last = drop_last
         self.generator = generator
+        self.num_workers = num_workers  # loading stays in this process (see the module note)
+        self.pin_memory = pin_memory
         self.collate_fn = collate_fn if collate_fn is not None else (
             default_collate if batch_size is not None or batch_sampler is not None
             else _no_collate
