@@ -236,3 +236,34 @@ def test_lambda_lr_per_group_and_its_state_dict():
     assert "lr_lambdas" not in sched.state_dict() and sched.state_dict()["last_epoch"] == 1
     with pytest.raises(ValueError, match="Expected 2 lr_lambdas"):
         ktorch.optim.lr_scheduler.LambdaLR(opt, [lambda e: 1.0])
+
+
+PLATEAU = [1.0, 0.9, 0.95, 0.95, 0.94, 0.96, 0.9, 0.97, 0.98, 0.99, 1.0, 0.5, 0.6, 0.6, 0.7,
+           0.8, 0.9, 0.95, 0.96, 0.97]
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", [
+    {"patience": 2}, {"patience": 1, "cooldown": 2, "factor": 0.5, "min_lr": 0.004},
+    {"mode": "max", "patience": 1, "threshold": 0.05, "threshold_mode": "abs"},
+])
+def test_reduce_lr_on_plateau_equals_pytorch(kwargs):
+    def lrs(lib):
+        opt = lib.optim.SGD([lib.tensor([1.0], requires_grad=True)], lr=0.1)
+        sched = lib.optim.lr_scheduler.ReduceLROnPlateau(opt, **kwargs)
+        out = []
+        for metric in PLATEAU:
+            opt.step()
+            sched.step(metric)
+            out.append(sched.get_last_lr())
+        return out
+
+    assert lrs(ktorch) == lrs(torch)
+
+
+def test_reduce_lr_on_plateau_errors():
+    opt = ktorch.optim.SGD([kit.tensor([1.0], requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="Factor"):
+        ktorch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=2.0)
+    with pytest.raises(ValueError, match="mode"):
+        ktorch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="lowest")

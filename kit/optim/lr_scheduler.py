@@ -1,5 +1,6 @@
 """Learning-rate schedules: StepLR, MultiStepLR, ExponentialLR, LambdaLR and CosineAnnealingLR,
-with PyTorch's recursive formulas (so the rates agree with PyTorch's to the last bit).
+with PyTorch's recursive formulas (so the rates agree with PyTorch's to the last bit), and
+ReduceLROnPlateau, driven by a metric.
 
 >>> import kit
 >>> from kit.optim import SGD
@@ -151,3 +152,67 @@ class CosineAnnealingLR(LRScheduler):
             * (group["lr"] - eta_min) + eta_min
             for group in groups
         ]
+
+
+class ReduceLROnPlateau:
+    """Multiplies each group's lr by `factor` once the metric passed to `step(metric)` has not
+    improved for `patience` epochs (then waits `cooldown` epochs before counting again)."""
+
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
+                 threshold_mode="rel", cooldown=0, min_lr=0.0, eps=1e-8):
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode {mode} is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"threshold mode {threshold_mode} is unknown!")
+        groups = optimizer.param_groups
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(groups):
+                raise ValueError(f"expected {len(groups)} min_lrs, got {len(min_lr)}")
+            self.min_lrs = list(min_lr)
+        else:
+            self.min_lrs = [min_lr] * len(groups)
+        self.optimizer, self.mode, self.factor, self.patience = optimizer, mode, factor, patience
+        self.threshold, self.threshold_mode, self.cooldown, self.eps = (
+            threshold, threshold_mode, cooldown, eps)
+        self.best = math.inf if mode == "min" else -math.inf
+        self.num_bad_epochs = self.cooldown_counter = self.last_epoch = 0
+        self._last_lr = [group["lr"] for group in groups]
+
+    def is_better(self, a, best):
+        if self.mode == "min":
+            bound = best * (1 - self.threshold) if self.threshold_mode == "rel" else (
+                best - self.threshold)
+            return a < bound
+        bound = best * (self.threshold + 1) if self.threshold_mode == "rel" else (
+            best + self.threshold)
+        return a > bound
+
+    def step(self, metrics):
+        current = float(metrics)
+        self.last_epoch += 1
+        if self.is_better(current, self.best):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            for group, min_lr in zip(self.optimizer.param_groups, self.min_lrs, strict=True):
+                old = float(group["lr"])
+                new = max(old * self.factor, min_lr)
+                if old - new > self.eps:
+                    group["lr"] = new
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def get_last_lr(self):
+        return list(self._last_lr)
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)

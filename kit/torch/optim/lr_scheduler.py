@@ -6,9 +6,11 @@ from kit.optim.lr_scheduler import (
     LambdaLR,
     LRScheduler,
     MultiStepLR,
+    ReduceLROnPlateau,
     StepLR,
 )
 
 __all__ = [
-    "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "MultiStepLR", "StepLR",
+    "CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "MultiStepLR",
+    "ReduceLROnPlateau", "StepLR",
 ]
