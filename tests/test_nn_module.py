@@ -300,6 +300,21 @@ def test_batchnorm_without_running_stats_uses_the_batch_in_eval(torch):
     np.testing.assert_allclose(out, [[-1.0, -1.0], [1.0, 1.0]], rtol=1e-4)
 
 
+@pytest.mark.parametrize("torch", LIBS)
+def test_lazy_linear_takes_in_features_from_the_first_input(torch):
+    nn = torch.nn
+    net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(1, bias=False))
+    assert repr(net[0]) == "LazyLinear(in_features=0, out_features=8, bias=True)"
+    assert net(torch.ones(2, 4)).shape == (2, 1)
+    assert type(net[0]) is nn.Linear and repr(net[0]) == (
+        "Linear(in_features=4, out_features=8, bias=True)")
+    assert [n for n, _ in net.named_parameters()] == ["0.weight", "0.bias", "2.weight"]
+    assert net[2].weight.shape == (1, 8) and net[2].bias is None
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    net(torch.ones(2, 4)).sum().backward()
+    opt.step()
+
+
 def test_kit_errors_name_the_fix():
     import kit.torch as torch
 

@@ -19,6 +19,7 @@ from kit.nn.layers import (
     Embedding,
     Flatten,
     Identity,
+    LazyLinear,
     LeakyReLU,
     Linear,
     LogSoftmax,
@@ -37,7 +38,7 @@ from kit.nn.parameter import Parameter
 __all__ = [
     "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
     "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "Identity", "LayerNorm",
-    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
-    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
-    "Softplus", "Tanh", "functional", "init", "utils",
+    "LazyLinear", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
+    "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid",
+    "Softmax", "Softplus", "Tanh", "functional", "init", "utils",
 ]

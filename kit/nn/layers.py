@@ -65,6 +65,38 @@ class Linear(Module):
         )
 
 
+class LazyLinear(Linear):
+    """A Linear whose in_features is taken from its first input; it then becomes a Linear.
+
+    NOTE: the first call creates the parameters (PyTorch materialises placeholders in place,
+    so before it `parameters()` lists none here); do a dry run, `model(example)`, before
+    building the optimiser, as PyTorch's docs advise.
+    """
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        Module.__init__(self)
+        self.in_features = 0
+        self.out_features = out_features
+        self._options = (bias, device, dtype)
+        self.register_parameter("weight", None)
+        self.register_parameter("bias", None)
+
+    def reset_parameters(self):
+        if self.in_features:
+            super().reset_parameters()
+
+    def extra_repr(self):
+        return f"in_features=0, out_features={self.out_features}, bias={self._options[0]}"
+
+    def forward(self, input):  # noqa: A002
+        bias, device, dtype = self._options
+        del self._options
+        Linear.__init__(self, input.shape[-1], self.out_features, bias, device,
+                        dtype if dtype is not None else input.dtype)
+        self.__class__ = Linear
+        return self.forward(input)
+
+
 class Flatten(Module):
     """Flattens dims start_dim..end_dim (by default all but the batch dim)."""
 
