@@ -1,11 +1,12 @@
 """2-D convolution and max pooling by im2col: forward and gradient side by side.
 
-A window view (`_windows`, strides only, no copy) of the padded input holds every patch; the
-convolution is one tensordot of the patches with the weight. Its two gradients are linear maps
-too, so each is a primitive of its own (`conv2d_input_grad`, `conv2d_weight_grad`), and each
-one's gradient is spelt with the other two: second derivatives work, as in PyTorch. Rules get
-arrays in a first-order backward and Tensors with create_graph (see _record.py); `_dispatch`
-calls the array kernel for the first and the recording primitive for the second.
+`_im2col` copies the patches of the padded input into (N, C, kh, kw, Ho, Wo), one strided slice per
+kernel offset; the convolution is then one matmul of the weight with them, batched over the batch
+and the groups, and col2im adds them back the same way. Its two gradients are linear maps too, so
+each is a primitive of its own (`conv2d_input_grad`, `conv2d_weight_grad`), and each one's gradient
+is spelt with the other two: second derivatives work, as in PyTorch. Rules get arrays in a first-
+order backward and Tensors with create_graph (see _record.py); `_dispatch` calls the array kernel
+for the first and the recording primitive for the second.
 
 Average pooling is a composite (a depthwise convolution with a constant weight) in
 kit/nn/functional.py; it owns no gradient code.
@@ -34,70 +35,70 @@ def out_size(size, kernel, stride, padding, dilation):
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
-def _windows(x, kernel, stride, padding, dilation, fill=0.0):
-    """A (N, C, Ho, Wo, kh, kw) strided view of x's padded patches (no copy of the patches)."""
+def _pad(x, padding, fill=0.0):
+    (ph, pw) = padding
+    if not (ph or pw):
+        return x
+    return backend.get_array_module(x).pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)),
+                                           constant_values=fill)
+
+
+def _offsets(kernel, stride, dilation, out_hw):
+    """For each kernel offset (i, j), the strided slices of the padded input it reads."""
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel, stride, dilation, out_hw
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, (slice(i * dh, i * dh + sh * (ho - 1) + 1, sh),
+                         slice(j * dw, j * dw + sw * (wo - 1) + 1, sw))
+
+
+def _im2col(x, kernel, stride, padding, dilation):
+    """The patches of x as (N, C, kh, kw, Ho, Wo): one strided slice copy per kernel offset,
+    each over whole rows (fast), rather than one gather of every window element."""
     xp = backend.get_array_module(x)
-    (ph, pw), (kh, kw), (sh, sw), (dh, dw) = padding, kernel, stride, dilation
-    if ph or pw:
-        x = xp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
-    x = xp.ascontiguousarray(x)
     n, c, h, w = x.shape
-    ho, wo = out_size(h, kh, sh, 0, dh), out_size(w, kw, sw, 0, dw)
-    s = x.strides
-    return xp.lib.stride_tricks.as_strided(
-        x, (n, c, ho, wo, kh, kw), (s[0], s[1], s[2] * sh, s[3] * sw, s[2] * dh, s[3] * dw)
-    )
+    ho = out_size(h, kernel[0], stride[0], padding[0], dilation[0])
+    wo = out_size(w, kernel[1], stride[1], padding[1], dilation[1])
+    x = _pad(x, padding)
+    cols = xp.empty((n, c) + tuple(kernel) + (ho, wo), dtype=x.dtype)
+    for i, j, window in _offsets(kernel, stride, dilation, (ho, wo)):
+        cols[:, :, i, j] = x[(slice(None), slice(None)) + window]
+    return cols
 
 
-def _groups(a, axis, groups):
-    size = a.shape[axis] // groups
-    index = [slice(None)] * a.ndim
-    for g in range(groups):
-        index[axis] = slice(g * size, (g + 1) * size)
-        yield a[tuple(index)]
-
-
+# NOTE: the products are matmuls batched over (N, groups), with the output channels first, so
+# every case (groups=1 is a batch of one group; depthwise convolutions, as avg_pool2d uses)
+# makes one BLAS call and the result is already in (N, O, Ho, Wo) order.
 def _forward_kernel(x, w, conf):
     stride, padding, dilation, groups = conf
-    xp = backend.get_array_module(x, w)
-    win = _windows(x, w.shape[2:], stride, padding, dilation)
-    parts = [
-        xp.tensordot(wg, wing, axes=([1, 2, 3], [1, 4, 5]))  # (Og, N, Ho, Wo)
-        for wing, wg in zip(_groups(win, 1, groups), _groups(w, 0, groups), strict=True)
-    ]
-    out = parts[0] if groups == 1 else xp.concatenate(parts, axis=0)
-    return xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
+    cols = _im2col(x, w.shape[2:], stride, padding, dilation)
+    n, c, kh, kw, ho, wo = cols.shape
+    cols = cols.reshape(n, groups, -1, ho * wo)  # (N, G, Cg*kh*kw, Ho*Wo)
+    out = w.reshape(groups, w.shape[0] // groups, -1) @ cols  # (N, G, Og, Ho*Wo)
+    return out.reshape(n, w.shape[0], ho, wo)
 
 
 def _weight_grad_kernel(x, g, w_shape, conf):
     stride, padding, dilation, groups = conf
-    xp = backend.get_array_module(x, g)
-    win = _windows(x, w_shape[2:], stride, padding, dilation)
-    parts = [
-        xp.tensordot(gg, wing, axes=([0, 2, 3], [0, 2, 3]))  # (Og, Cg, kh, kw)
-        for wing, gg in zip(_groups(win, 1, groups), _groups(g, 1, groups), strict=True)
-    ]
-    return parts[0] if groups == 1 else xp.concatenate(parts, axis=0)
+    cols = _im2col(x, w_shape[2:], stride, padding, dilation)
+    n, ho, wo = cols.shape[0], cols.shape[4], cols.shape[5]
+    cols = cols.reshape(n, groups, -1, ho * wo)
+    rows = g.reshape(n, groups, -1, ho * wo)  # (N, G, Og, Ho*Wo)
+    return (rows @ cols.swapaxes(-1, -2)).sum(axis=0).reshape(w_shape)
 
 
 def _input_grad_kernel(g, w, x_shape, conf):
-    (sh, sw), (ph, pw), (dh, dw), groups = conf
+    stride, padding, dilation, groups = conf
     xp = backend.get_array_module(g, w)
     n, c, h, wd = x_shape
-    kh, kw = w.shape[2:]
-    parts = [
-        xp.tensordot(gg, wg, axes=([1], [0]))  # (N, Ho, Wo, Cg, kh, kw)
-        for gg, wg in zip(_groups(g, 1, groups), _groups(w, 0, groups), strict=True)
-    ]
-    cols = parts[0] if groups == 1 else xp.concatenate(parts, axis=3)
-    ho, wo = g.shape[2:]
-    gx = xp.zeros((n, c, h + 2 * ph, wd + 2 * pw), dtype=cols.dtype)
-    for i in range(kh):  # col2im: each kernel offset adds its column back where it was read
-        for j in range(kw):
-            rows = slice(i * dh, i * dh + sh * (ho - 1) + 1, sh)
-            columns = slice(j * dw, j * dw + sw * (wo - 1) + 1, sw)
-            gx[:, :, rows, columns] += cols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
-    return gx[:, :, ph:ph + h, pw:pw + wd]
+    (kh, kw), (ho, wo) = w.shape[2:], g.shape[2:]
+    rows = g.reshape(n, groups, -1, ho * wo)
+    weight = w.reshape(groups, w.shape[0] // groups, -1).swapaxes(-1, -2)  # (G, K, Og)
+    cols = (weight @ rows).reshape(n, c, kh, kw, ho, wo)
+    gx = xp.zeros((n, c, h + 2 * padding[0], wd + 2 * padding[1]), dtype=cols.dtype)
+    for i, j, window in _offsets((kh, kw), stride, dilation, (ho, wo)):
+        gx[(slice(None), slice(None)) + window] += cols[:, :, i, j]  # col2im
+    return gx[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + wd]
 
 
 def _dispatch(kernel, primitive, a, b, *args):
@@ -241,9 +242,9 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     d = data_of(x)
     xp = backend.get_array_module(d)
     n, c, h, w = d.shape
-    win = _windows(d, kernel, stride, padding, dilation, fill=-np.inf)
-    ho, wo, kh, kw = win.shape[2:]
-    cols = win.reshape(n, c, ho, wo, kh * kw)
+    cols = _im2col(_pad(d, padding, -np.inf), kernel, stride, (0, 0), dilation)
+    kh, kw, ho, wo = cols.shape[2:]
+    cols = cols.reshape(n, c, kh * kw, ho, wo).transpose(0, 1, 3, 4, 2)
     arg = cols.argmax(axis=-1)
     out = xp.take_along_axis(cols, arg[..., None], axis=-1)[..., 0]
     rows = xp.arange(ho).reshape(-1, 1) * stride[0] + (arg // kw) * dilation[0] - padding[0]
