@@ -108,11 +108,15 @@ def table(cases):
     for case in cases:
         res = {k: v / case.per for k, v in case.results.items()}
         rat = ratios(case)
+        target = case.target
+        base = case.limit[0] if case.limit else None
+        if base in rat and base not in ("numpy", "torch"):  # a ratio the columns don't show
+            target += f" (now {rat[base]:.2f}x)"
         rows.append((
             case.name, case.unit,
             *(_fmt_time(res[k]) if k in res else "-" for k in ("kit", "numpy", "torch")),
             *(f"{rat[k]:.2f}x" if k in rat else "-" for k in ("numpy", "torch")),
-            case.target, verdict(case),
+            target, verdict(case),
         ))
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = [

@@ -34,6 +34,7 @@ from kit._creation import (
     zeros,
     zeros_like,
 )
+from kit.data import Generator
 from kit.grad_mode import (
     enable_grad,
     inference_mode,
@@ -43,7 +44,8 @@ from kit.grad_mode import (
     set_grad_enabled,
 )
 from kit.ops._registry import published
-from kit.torch import autograd, cuda, nn
+from kit.serialization import load, save
+from kit.torch import autograd, cuda, nn, optim, serialization, utils
 from kit.torch._dtypes import (
     bool,
     device,
@@ -115,3 +117,4 @@ __all__ = [
     "Tensor", "tensor", "uint8", "zeros", "zeros_like",
 ]
 __all__ += sorted(_FROM_REGISTRY)
+__all__ += ["Generator", "load", "optim", "save", "serialization", "utils"]  # the module layer

@@ -1,10 +1,53 @@
-"""`torch.nn`, thin: only `torch.nn.functional` (kit has no modules or optimisers yet).
+"""`torch.nn`: kit's module layer (kit.nn) under PyTorch's names, plus `torch.nn.functional`.
 
 >>> import kit.torch as torch
 >>> torch.nn.functional.softmax(torch.tensor([0.0, 0.0]), dim=0)
 tensor([0.5000, 0.5000])
+>>> torch.nn.Linear(2, 3)
+Linear(in_features=2, out_features=3, bias=True)
 """
 
+from kit.nn import (
+    GELU,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    BCELoss,
+    BCEWithLogitsLoss,
+    Conv2d,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    LayerNorm,
+    LazyLinear,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
+    MaxPool2d,
+    Module,
+    ModuleDict,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    Parameter,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+    init,
+    utils,
+)
 from kit.torch.nn import functional
 
-__all__ = ["functional"]
+__all__ = [
+    "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
+    "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "Identity", "LayerNorm",
+    "LazyLinear", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
+    "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid",
+    "Softmax", "Softplus", "Tanh", "functional", "init", "utils",
+]

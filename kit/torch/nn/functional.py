@@ -1,4 +1,4 @@
-"""`torch.nn.functional` basics, all composites of kit primitives (no gradient code here).
+"""`torch.nn.functional`, all composites of kit primitives (no gradient code here).
 
 >>> import kit.torch as torch
 >>> import kit.torch.nn.functional as F
@@ -6,7 +6,34 @@
 tensor([0., 0., 2.])
 """
 
-from kit.ops.composite import cross_entropy, log_softmax, mse_loss, relu, softmax
-from kit.ops.elementwise import sigmoid, tanh
+from kit.nn.functional import (
+    avg_pool2d,
+    batch_norm,
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    conv2d,
+    cross_entropy,
+    dropout,
+    embedding,
+    gelu,
+    layer_norm,
+    leaky_relu,
+    linear,
+    log_softmax,
+    max_pool2d,
+    mse_loss,
+    nll_loss,
+    relu,
+    sigmoid,
+    silu,
+    softmax,
+    softplus,
+    tanh,
+)
 
-__all__ = ["cross_entropy", "log_softmax", "mse_loss", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = [
+    "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "leaky_relu",
+    "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "silu",
+    "softmax", "softplus", "tanh",
+]

@@ -1,0 +1,44 @@
+"""kit's module layer, written once: Module, Parameter, layers, losses, init and utils.
+
+`kit.torch.nn` spells it as torch.nn (it is these classes); a gluon front end can build its Block
+on the same registration and state-dict code.
+
+>>> import kit
+>>> from kit import nn
+>>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+>>> net(kit.ones(3, 4)).shape
+(3, 2)
+"""
+
+from kit.nn import functional, init, utils
+from kit.nn.containers import ModuleDict, ModuleList, Sequential
+from kit.nn.conv import AvgPool2d, Conv2d, MaxPool2d
+from kit.nn.layers import (
+    GELU,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    LazyLinear,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+)
+from kit.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from kit.nn.module import Module
+from kit.nn.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from kit.nn.parameter import Parameter
+
+__all__ = [
+    "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
+    "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "Identity", "LayerNorm",
+    "LazyLinear", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
+    "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid",
+    "Softmax", "Softplus", "Tanh", "functional", "init", "utils",
+]

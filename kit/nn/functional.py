@@ -1,0 +1,300 @@
+"""The functions behind the layers: composites of kit primitives, so they own no gradient code.
+
+>>> import kit
+>>> from kit.nn import functional as F
+>>> F.linear(kit.ones(1, 2), kit.ones(3, 2), kit.zeros(3))
+tensor([[2., 2., 2.]])
+"""
+
+from __future__ import annotations
+
+import math
+
+from kit._creation import arange, ones, rand
+from kit.ops import conv
+from kit.ops._vmap import VMAP
+from kit.ops.composite import _reduce, log_softmax, mse_loss, relu, softmax
+from kit.ops.composite import cross_entropy as fused_cross_entropy
+from kit.ops.elementwise import abs as abs_
+from kit.ops.elementwise import clamp, exp, log, sigmoid, sqrt, tanh, where
+from kit.ops.movement import getitem
+from kit.ops.nn import erf
+from kit.ops.nn import linear as fused_linear
+from kit.ops.reductions import mean
+from kit.ops.reductions import sum as sum_
+
+__all__ = [
+    "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "leaky_relu",
+    "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "silu",
+    "softmax", "softplus", "tanh",
+]
+
+
+def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword
+    """input @ weight.T + bias, with weight of shape (out_features, in_features).
+
+    One fused node (kit/ops/nn.py says why); under kit.func.vmap, which has batching rules for
+    the core primitives only, it is spelt with them.
+    """
+    if VMAP.depth:
+        out = input @ weight.mT
+        return out if bias is None else out + bias
+    return fused_linear(input, weight, bias)
+
+
+def gelu(input, approximate="none"):  # noqa: A002
+    """x * Phi(x), Phi the standard normal CDF (exact), or its tanh approximation."""
+    if approximate == "none":
+        return input * 0.5 * (1 + erf(input * (1 / math.sqrt(2.0))))
+    if approximate == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
+        return input * 0.5 * (1 + tanh(inner))
+    raise ValueError(f"kit.gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    """x where x > 0, else negative_slope * x."""
+    out = where(input > 0, input, input * negative_slope)
+    return input.copy_(out) if inplace else out
+
+
+def silu(input, inplace=False):  # noqa: A002
+    """x * sigmoid(x) (also called swish)."""
+    out = input * sigmoid(input)
+    return input.copy_(out) if inplace else out
+
+
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as PyTorch)."""
+    scaled = input * beta
+    # NOTE: clamped first so the branch that where() discards never overflows to inf (its
+    # gradient would be 0 * inf = nan).
+    soft = log(1 + exp(clamp(scaled, max=threshold))) / beta
+    return where(scaled > threshold, input, soft)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Zero each element with probability p and scale the rest by 1/(1-p) while training."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    if p == 1:
+        out = input * 0
+    else:
+        keep = rand(*input.shape, device=input.device) >= p
+        out = input * (keep.to(input.dtype) * (1.0 / (1.0 - p)))
+    if inplace:
+        return input.copy_(out)
+    return out
+
+
+def _normalize(x, axes, eps):
+    mu = mean(x, axes, keepdims=True)
+    centred = x - mu
+    var = mean(centred * centred, axes, keepdims=True)
+    return centred / sqrt(var + eps)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    """Normalise over the trailing `normalized_shape` dims, then scale and shift."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise ValueError(
+            f"kit.layer_norm: normalized_shape {list(shape)} must match the input's trailing "
+            f"dimensions, got input of shape {list(input.shape)}"
+        )
+    out = _normalize(input, tuple(range(input.ndim - len(shape), input.ndim)), eps)
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,  # noqa: A002
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) with the batch's statistics while training (updating the
+    running ones in place), else with the running statistics."""
+    axes = (0,) + tuple(range(2, input.ndim))
+    shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    if training:
+        count = input.numel() // input.shape[1]
+        if count <= 1:
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size "
+                f"{list(input.shape)}. Fix: use a larger batch, or call model.eval()"
+            )
+        out = _normalize(input, axes, eps)
+        if running_mean is not None:
+            from kit.grad_mode import no_grad
+
+            with no_grad():
+                x = input.detach()
+                mu = mean(x, axes)
+                centred = x - mu.reshape(shape)
+                unbiased = sum_(centred * centred, axes) / (count - 1)
+                running_mean.mul_(1 - momentum).add_(mu * momentum)
+                running_var.mul_(1 - momentum).add_(unbiased * momentum)
+    else:
+        out = (input - running_mean.reshape(shape)) / sqrt(running_var.reshape(shape) + eps)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    return out if bias is None else out + bias.reshape(shape)
+
+
+def embedding(input, weight, padding_idx=None):  # noqa: A002
+    """Rows of `weight` picked by the integer tensor `input`; the padding row gets no gradient."""
+    if input.dtype.kind not in "iu":
+        raise TypeError(
+            f"kit.embedding: indices must be an integer tensor, got {input.dtype}. Fix: "
+            f"input.long()"
+        )
+    out = getitem(weight, input)
+    if padding_idx is None:
+        return out
+    pad = (input == padding_idx).unsqueeze(-1)
+    return where(pad, getitem(weight.detach(), input), out)
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):  # noqa: A002
+    """-(y log p + (1 - y) log(1 - p)), each log clamped at -100 as PyTorch does."""
+    _same_shape("binary_cross_entropy", input, target)
+    loss = -(target * clamp(log(input), min=-100) + (1 - target) * clamp(log(1 - input), min=-100))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",  # noqa: A002
+                                     pos_weight=None):
+    """Binary cross-entropy of sigmoid(input), computed stably from the logits."""
+    _same_shape("binary_cross_entropy_with_logits", input, target)
+    # log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)) without overflow.
+    log_sig_neg = log(1 + exp(-abs_(input))) + relu(-input)
+    if pos_weight is None:
+        loss = (1 - target) * input + log_sig_neg
+    else:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",  # noqa: A002
+                  label_smoothing=0.0):
+    """Cross-entropy of logits (N, C) against class indices (N,) or probabilities (N, C), with
+    PyTorch's class weights, ignore_index and label smoothing.
+
+    Without those options it is kit's fused primitive (kit/ops/losses.py); with them, a
+    composite of log_softmax and nll_loss, term for term as PyTorch's.
+    """
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    by_index = target.dtype.kind in "iu"
+    if weight is None and label_smoothing == 0.0 and (ignore_index == -100 or not by_index):
+        return fused_cross_entropy(input, target, reduction)
+    if input.ndim != 2:
+        raise ValueError(
+            f"kit.cross_entropy: expected logits of shape (N, C), got {tuple(input.shape)}"
+        )
+    logp = log_softmax(input, 1)
+    classes = input.shape[1]
+    if not by_index:  # probabilities: smoothing mixes in the uniform distribution
+        if label_smoothing:
+            target = target * (1 - label_smoothing) + label_smoothing / classes
+        terms = logp * target if weight is None else logp * target * weight
+        return _reduce(-sum_(terms, 1), reduction, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    keep = (target != ignore_index).to(input.dtype)
+    smooth = -sum_(logp if weight is None else logp * weight.detach(), 1) * keep
+    if reduction == "mean":
+        if weight is None:
+            smooth = sum_(smooth) / sum_(keep)
+        else:
+            picked = getitem(weight.detach(), where(target != ignore_index, target, 0))
+            smooth = sum_(smooth) / sum_(picked * keep)
+    elif reduction == "sum":
+        smooth = sum_(smooth)
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / classes)
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  # noqa: A002
+    """Negative log-likelihood of log-probabilities (N, C) at the class indices (N,)."""
+    if input.ndim != 2 or target.shape != input.shape[:1]:
+        raise ValueError(
+            f"kit.nll_loss: expected input (N, C) and target (N,), got {tuple(input.shape)} and "
+            f"{tuple(target.shape)}"
+        )
+    valid = target != ignore_index
+    safe = where(valid, target, 0)
+    picked = getitem(input, (arange(input.shape[0], device=input.device), safe))
+    w = valid.to(input.dtype)
+    if weight is not None:
+        w = w * getitem(weight.detach(), safe)
+    loss = -picked * w
+    if reduction == "mean":
+        return sum_(loss) / sum_(w)
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def _same_shape(op, input, target):  # noqa: A002
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(
+            f"kit.{op}: Using a target size ({list(target.shape)}) that is different to the input "
+            f"size ({list(input.shape)}) is deprecated and an error here. Fix: reshape the target"
+        )
+
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    """2-D convolution (cross-correlation, as PyTorch's); padding may be 'valid' or 'same'."""
+    if padding == "valid":
+        padding = 0
+    elif padding == "same":
+        if conv.pair_arg(stride, "stride", "conv2d") != (1, 1):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        dilation_pair = conv.pair_arg(dilation, "dilation", "conv2d")
+        total = [d * (k - 1) for d, k in zip(dilation_pair, weight.shape[2:], strict=True)]
+        if any(t % 2 for t in total):
+            raise ValueError(
+                f"kit.conv2d: padding='same' with an even effective kernel ({list(total)} "
+                f"padding in all) would pad one side more, which kit does not do. Fix: use an "
+                f"odd kernel size, or explicit padding"
+            )
+        padding = tuple(t // 2 for t in total)
+    elif isinstance(padding, str):
+        raise ValueError(f"Invalid padding string {padding!r}, should be one of 'valid', 'same'")
+    return conv.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    """The maximum over each window (kit/ops/conv.py)."""
+    return conv.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                           return_indices)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    """The mean over each window: a depthwise convolution with a constant weight."""
+    if ceil_mode:
+        raise ValueError(
+            "kit.avg_pool2d: ceil_mode=True is not supported. Fix: pad the input so the "
+            "windows fit (padding=...)"
+        )
+    kernel = conv.pair_arg(kernel_size, "kernel_size", "avg_pool2d")
+    stride = kernel if stride is None else stride
+    channels = input.shape[1]
+    options = {"dtype": input.dtype, "device": input.device}
+    summed = conv.conv2d(input, ones(channels, 1, *kernel, **options), None, stride, padding, 1,
+                         channels)
+    if divisor_override is not None:
+        return summed / divisor_override
+    if count_include_pad:
+        return summed / (kernel[0] * kernel[1])
+    counts = conv.conv2d(ones(1, 1, *input.shape[2:], **options), ones(1, 1, *kernel, **options),
+                         None, stride, padding)
+    return summed / counts
+

@@ -1,0 +1,131 @@
+"""LayerNorm and BatchNorm1d/2d (running statistics while training, used in eval mode).
+
+>>> import kit
+>>> from kit import nn
+>>> nn.BatchNorm1d(4)
+BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
+"""
+
+from __future__ import annotations
+
+from kit._creation import ones, tensor, zeros
+from kit._tensor import int64
+from kit.grad_mode import no_grad
+from kit.nn import functional as F  # noqa: N812 - the name PyTorch code uses
+from kit.nn import init
+from kit.nn.module import Module
+from kit.nn.parameter import Parameter
+
+
+class LayerNorm(Module):
+    """Normalises over the trailing `normalized_shape` dims, with a learned scale and shift."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ones(self.normalized_shape, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(zeros(self.normalized_shape, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):  # noqa: A002 - PyTorch's argument name
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, "
+            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
+        )
+
+
+class _BatchNorm(Module):
+    """Shared by BatchNorm1d and BatchNorm2d, which differ only in the input ranks they take."""
+
+    ranks = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(ones(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(zeros(num_features, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            with no_grad():
+                self.num_batches_tracked.zero_()
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim not in self.ranks:
+            wanted = " or ".join(f"{r}D" for r in self.ranks)
+            raise ValueError(
+                f"{type(self).__name__}: expected {wanted} input (got {input.ndim}D input)"
+            )
+        if input.shape[1] != self.num_features:
+            raise ValueError(
+                f"{type(self).__name__}: input has {input.shape[1]} channels (dim 1) but the "
+                f"layer was built with num_features={self.num_features}"
+            )
+        momentum = 0.0 if self.momentum is None else self.momentum
+        use_batch = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        track = self.training and self.track_running_stats
+        return F.batch_norm(
+            input, self.running_mean if track or not use_batch else None,
+            self.running_var if track or not use_batch else None, self.weight, self.bias,
+            use_batch, momentum, self.eps,
+        )
+
+    def extra_repr(self):
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={self.affine}, bias={self.bias is not None}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation over (N, C) or (N, C, L) inputs."""
+
+    ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation over (N, C, H, W) inputs."""
+
+    ranks = (4,)

@@ -1,0 +1,97 @@
+"""SGD, Adam, AdamW and RMSprop: hyperparameter checks and defaults as torch.optim's; the
+maths is in kit/optim/maths.py.
+
+>>> import kit
+>>> from kit.optim import Adam
+>>> Adam([kit.zeros(1, requires_grad=True)], lr=1e-3).defaults["betas"]
+(0.9, 0.999)
+"""
+
+from __future__ import annotations
+
+from kit.optim import maths
+from kit.optim.optimizer import Optimizer
+
+
+def _check(name, value, low=0.0):
+    if not value >= low:
+        raise ValueError(f"Invalid {name} value: {value}")
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, with optional (Nesterov) momentum and weight decay."""
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                 nesterov=False, *, maximize=False):
+        _check("learning rate", lr)
+        _check("momentum", momentum)
+        _check("weight_decay", weight_decay)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, {
+            "lr": lr, "momentum": momentum, "dampening": dampening,
+            "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+        })
+
+    def update(self, param, grad, state, group):
+        maths.sgd_update.raw(
+            param, grad, state, group["lr"], group["momentum"], group["dampening"],
+            group["weight_decay"], group["nesterov"], group["maximize"],
+        )
+
+
+class Adam(Optimizer):
+    """Adam (Kingma and Ba, 2015), with optional amsgrad and L2 weight decay."""
+
+    decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 amsgrad=False, *, maximize=False):
+        _check("learning rate", lr)
+        _check("epsilon", eps)
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        _check("weight_decay", weight_decay)
+        super().__init__(params, {
+            "lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+            "amsgrad": amsgrad, "maximize": maximize,
+        })
+
+    def update(self, param, grad, state, group):
+        maths.adam_update.raw(
+            param, grad, state, group["lr"], group["betas"], group["eps"],
+            group["weight_decay"], group["amsgrad"], group["maximize"], self.decoupled,
+        )
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov and Hutter, 2019); weight_decay 0.01."""
+
+    decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton's lecture 6e), optionally centred and with momentum."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
+                 centered=False, *, maximize=False):
+        _check("learning rate", lr)
+        _check("epsilon", eps)
+        _check("momentum", momentum)
+        _check("weight_decay", weight_decay)
+        _check("alpha", alpha)
+        super().__init__(params, {
+            "lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay,
+            "momentum": momentum, "centered": centered, "maximize": maximize,
+        })
+
+    def update(self, param, grad, state, group):
+        maths.rmsprop_update.raw(
+            param, grad, state, group["lr"], group["alpha"], group["eps"],
+            group["weight_decay"], group["momentum"], group["centered"], group["maximize"],
+        )
