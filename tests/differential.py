@@ -119,7 +119,9 @@ def run(lib, program):
 
 def _error_class(exc):
     """The built-in class an exception is (kit's own classes derive from PyTorch's)."""
-    for cls in (IndexError, TypeError, NotImplementedError, RuntimeError, ValueError):
+    # NOTE: RuntimeError before TypeError/ValueError: kit's DtypeError and ShapeError are both
+    # (PyTorch raises the RuntimeError), NotImplementedError first (a RuntimeError subclass).
+    for cls in (IndexError, NotImplementedError, RuntimeError, TypeError, ValueError):
         if isinstance(exc, cls):
             return cls.__name__
     return type(exc).__name__

@@ -148,6 +148,11 @@ def check_same_device(op, *arrays):
         )
 
 
+class DtypeError(RuntimeError, TypeError):
+    """An op that does not take this dtype: PyTorch's RuntimeError, and a TypeError as kit raised
+    before."""
+
+
 class ShapeError(RuntimeError, ValueError):
     """Operands whose shapes do not fit: a RuntimeError, as PyTorch raises, and a ValueError, as
     kit raised before (so both `except` clauses keep working)."""

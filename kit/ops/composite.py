@@ -9,19 +9,20 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import record
 from kit.ops._registry import composite, last_dim, primitive
-from kit.ops.elementwise import _select, sign, where_
+from kit.ops.elementwise import _select, sign, where, where_
 from kit.ops.losses import _fused_ce_rule, fused_cross_entropy
 from kit.ops.reductions import logsumexp, mean
 from kit.ops.reductions import sum as sum_
 
 
 def _relu_rule(node, g, x):
-    # NOTE: the gradient at exactly 0 is 0, as PyTorch's. With create_graph it is g * step(x)
-    # with step made of recorded ops of zero derivative (sign, clamp), so that, as PyTorch's
-    # ReluBackward0, the gradient requires grad and its own derivative is 0, not an error.
+    # NOTE: the gradient at exactly 0 is 0, as PyTorch's. With create_graph a recorded op of x
+    # with a zero derivative (0 * sign(x)) is added, so that, as PyTorch's ReluBackward0, the
+    # gradient requires grad and its own derivative is 0, not an error.
+    # (x <= 0 -> 0, else g: a NaN input passes the gradient on, as in PyTorch.)
     if isinstance(x, Tensor):
-        return (g * sign(x).clamp(min=0),)
-    return (where_(x > 0, g, 0),)
+        return (where(x <= 0, 0, g) + 0 * sign(x),)
+    return (where_(x <= 0, 0, g),)
 
 
 @primitive("relu", grad=_relu_rule, saves="x", batch="elementwise", methods=("relu",),
@@ -32,20 +33,31 @@ def relu(x):
     d = x._data
     if d.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu (kit.relu, as in PyTorch)")
-    return record("relu", _relu_rule, _select(backend.get_array_module(d), d > 0, d, 0), (x,),
+    # NOTE: x < 0 -> 0, else x: -0.0 and NaN come through, as PyTorch's relu (not where(x > 0)).
+    return record("relu", _relu_rule, _select(backend.get_array_module(d), d < 0, 0, d), (x,),
                   (x,))
 
 
 @composite("softmax", methods=(("softmax", last_dim),), torch="softmax")
 def softmax(x, dim=-1):
     """exp(x) normalised along `dim`, computed as exp(x - logsumexp(x)) so it never overflows."""
+    _float_only(x, "softmax")
     return (x - logsumexp(x, dim, keepdims=True)).exp()
 
 
 @composite("log_softmax", methods=(("log_softmax", last_dim),), torch="log_softmax")
 def log_softmax(x, dim=-1):
     """log(softmax(x)) without the rounding of taking a log of a small probability."""
+    _float_only(x, "log_softmax")
     return x - logsumexp(x, dim, keepdims=True)
+
+
+def _float_only(x, op):
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(
+            f"kit.{op} is not implemented for {x.dtype} tensors (as in PyTorch). Fix: "
+            f"x.float().{op}(dim)"
+        )
 
 
 def _check_reduction(reduction, op):

@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from kit import backend
+from kit._promotion import result_type
 from kit._tensor import Tensor, float32
 from kit.engine import OUTPUT
 from kit.ops._record import (
@@ -152,6 +153,8 @@ div = _binary(
 def _pow_rule(node, g, a, b, y):
     need = node.next_functions
     ga = None
+    if need[0] and getattr(b, "dtype", None) == _BOOL:
+        _no_bool(b, 1)  # PyTorch computes b - 1 here, and refuses it for a bool exponent
     if need[0]:
         # NOTE: where b == 0 the derivative is 0, as in PyTorch (not 0 * 0**-1 = nan at a = 0).
         if not hasattr(b, "shape"):
@@ -163,12 +166,17 @@ def _pow_rule(node, g, a, b, y):
                 ga = where_(zero, 0, ga)
     gb = None
     if need[1]:
-        # NOTE: d(a**b)/db = a**b * log(a); where a <= 0 PyTorch defines it as 0, not nan.
+        # NOTE: d(a**b)/db = a**b * log(a), as PyTorch: 0 where a == 0 and b >= 0, NaN for a < 0.
         if not hasattr(a, "shape"):
-            gb = g * y * math.log(a) if a > 0 else g * 0
+            if a == 0:
+                zero = data_of(b) >= 0
+                gb = where_(zero, 0, g * y * (-math.inf)) if hasattr(zero, "shape") else (
+                    g * 0 if zero else g * y * (-math.inf))
+            else:
+                gb = g * y * (math.log(a) if a > 0 else math.nan)
         else:
-            positive = data_of(a) > 0
-            gb = where_(positive, g * y * log_(where_(positive, a, 1)), 0)
+            zero = (data_of(a) == 0) & (data_of(b) >= 0)
+            gb = where_(zero, 0, g * y * log_(a))
     return ga, gb
 
 
@@ -186,12 +194,15 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
         out = x.copy() if y else backend.get_array_module(x).ones_like(x)  # bool ** True/False
         return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
     try:
-        out = x**y
+        with np.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 is inf, as in PyTorch
+            out = x**y
     except ValueError as exc:
-        if "negative integer powers" in str(exc):
+        if "negative integer powers" not in str(exc):
+            raise shape_error("pow", x, y, detail=BROADCAST) from None
+        if not hasattr(y, "shape"):  # a Python int exponent: refused, as PyTorch refuses it
             raise RuntimeError("kit.pow: Integers to negative integer powers are not allowed. "
                                "Fix: use a float base, e.g. x.float() ** -1") from None
-        raise shape_error("pow", x, y, detail=BROADCAST) from None
+        out = _int_power(x, y)
     return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
 
 
@@ -257,12 +268,14 @@ cos_ = dual(cos, "cos")
 # --- selection ------------------------------------------------------------------------------
 def _extremum_rule(node, g, a, b):
     # NOTE: at ties the gradient is split in half between the two inputs, as in PyTorch.
+    # Each side gets the gradient unless it lost, so with a NaN (no comparison holds) both do,
+    # as in PyTorch.
     x, y = data_of(a), data_of(b)
-    first = node.params == "max"
-    win = (x > y) if first else (x < y)
-    weight_a = as_dtype_of(win + 0.5 * (x == y), g)
+    a_lost, b_lost = (x < y, x > y) if node.params == "max" else (x > y, x < y)
+    tie = 0.5 * (x == y)
     need = node.next_functions
-    return (g * weight_a if need[0] else None, g * (1 - weight_a) if need[1] else None)
+    return (g * as_dtype_of(1 - a_lost - tie, g) if need[0] else None,
+            g * as_dtype_of(1 - b_lost - tie, g) if need[1] else None)
 
 
 def _extremum(op):
@@ -385,6 +398,9 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
     lo, hi = data_of(min), data_of(max)
     xp = backend.get_array_module(x._data)
     out = x._data
+    dtype = result_type(out, lo, hi)  # as PyTorch: an int tensor with float bounds gives float32
+    if out.dtype != dtype:
+        out = out.astype(dtype)
     if lo is not None:
         out = xp.maximum(out, lo)
     if hi is not None:
@@ -392,6 +408,18 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
     if out is x._data:
         out = out.copy()
     return record("clamp", _clamp_rule, out, (x,), (x,), (lo, hi))
+
+
+def _int_power(x, y):
+    """x ** y for integer arrays with negative exponents, as PyTorch computes it (NumPy refuses):
+    1 ** n = 1, (-1) ** n = +-1, and 0 for any other base (0 ** -n too)."""
+    xp = backend.get_array_module(x, y)
+    negative = y < 0
+    safe = xp.where(negative, 0, y)
+    out = x ** safe
+    odd = (xp.abs(y) % 2) == 1
+    at_negative = xp.where(x == 1, 1, xp.where(x == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(negative, at_negative, out).astype(out.dtype)
 
 
 # --- comparisons and logic: boolean results, never differentiable ---------------------------
@@ -434,5 +462,9 @@ def sign(x):
     d = x._data
     if d.dtype == _BOOL:
         return Tensor(d.copy())
-    out = backend.get_array_module(d).sign(d)
-    return record("sign", _sign_rule, out, (x,)) if d.dtype.kind == "f" else Tensor(out)
+    xp = backend.get_array_module(d)
+    out = xp.sign(d)
+    if d.dtype.kind != "f":
+        return Tensor(out)
+    out = xp.where(xp.isnan(d), 0, out).astype(d.dtype)  # NOTE: sign(nan) is 0, as in PyTorch
+    return record("sign", _sign_rule, out, (x,))

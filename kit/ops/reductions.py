@@ -8,9 +8,10 @@ from collections import namedtuple
 import numpy as np
 
 from kit import backend
+from kit._promotion import default_float
 from kit._tensor import Tensor
 from kit.engine import OUTPUT
-from kit.ops._record import as_dtype_of, data_of, record
+from kit.ops._record import DtypeError, as_dtype_of, data_of, record
 from kit.ops._registry import declare, dims, primitive
 
 MaxMin = namedtuple("MaxMin", ["values", "indices"])  # what torch.max(x, dim) returns
@@ -80,7 +81,7 @@ def mean(x, axis=None, keepdims=False):
     """Mean over `axis` (all axes by default)."""
     axes, keepdims = _args(x, axis, keepdims, "mean")
     if x._data.dtype.kind not in "fc":
-        raise TypeError(
+        raise DtypeError(
             f"kit.mean: could not infer output dtype. Input dtype must be floating point, got "
             f"{x._data.dtype}. Fix: x.float().mean()"
         )
@@ -94,7 +95,9 @@ def _extreme_rule(node, g, x):
     shape, axes, winners, op = node.params
     if winners is None:
         d = data_of(x)
-        hits = d == (d.max() if op == "max" else d.min())
+        best = d.max() if op == "max" else d.min()
+        # NOTE: a NaN result came from the NaN elements: they get the gradient, as in PyTorch
+        hits = backend.get_array_module(d).isnan(d) if best != best else d == best
         winners = hits / hits.sum()
     return (expand_back(g, shape, axes) * as_dtype_of(winners, g),)
 
@@ -153,6 +156,8 @@ def logsumexp(x, axis=None, keepdims=False):
     """log(sum(exp(x))) over `axis`, computed stably (the max is taken out first)."""
     axes, keepdims = _args(x, axis, keepdims, "logsumexp")
     d = x._data
+    if d.dtype.kind in "biu":
+        d = d.astype(default_float())  # as PyTorch: an integer or bool input gives float32
     xp = backend.get_array_module(d)
     m = d.max(axis=axes, keepdims=True)
     m = xp.where(xp.isfinite(m), m, 0)
