@@ -1,0 +1,108 @@
+"""Driving one lesson in JupyterLab: open it, Run All, read back what ran and what the page shows."""
+
+import json
+from pathlib import Path
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"  # git-ignored
+LESSONS = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+
+RUN_ALL_TIMEOUT_MS = 240_000
+UI_TIMEOUT_MS = 60_000
+
+_PANEL = "window.jupyterapp.shell.currentWidget"
+_KERNEL_IDLE = f"""() => {{
+    const panel = {_PANEL};
+    const kernel = panel && panel.sessionContext && panel.sessionContext.session
+        && panel.sessionContext.session.kernel;
+    return Boolean(panel && panel.context && panel.context.isReady && kernel
+                   && kernel.status === 'idle');
+}}"""
+_ALL_RAN = f"""() => {{
+    const panel = {_PANEL};
+    const kernel = panel.sessionContext.session.kernel;
+    const cells = Array.from(panel.content.model.cells);
+    return kernel.status === 'idle' && cells.every(
+        c => c.type !== 'code' || (c.executionCount !== null && c.executionState !== 'running'));
+}}"""
+_IMAGES_LOADED = """() => Array.from(document.querySelectorAll('.jp-Notebook img'))
+    .every(img => img.complete)"""
+_PICTURES = """() => {
+    const notebook = document.querySelector('.jp-Notebook');
+    const images = Array.from(notebook.querySelectorAll('img')).map(img => ({
+        kind: 'img', width: img.naturalWidth, height: img.naturalHeight,
+        cell: img.closest('.jp-Cell') ? Array.from(
+            notebook.querySelectorAll('.jp-Cell')).indexOf(img.closest('.jp-Cell')) : -1}));
+    const svgs = Array.from(notebook.querySelectorAll('.jp-OutputArea-output svg'))
+        .filter(svg => !svg.parentElement.closest('svg'))
+        .map(svg => {
+            const box = svg.getBoundingClientRect();
+            return {kind: 'svg', width: box.width, height: box.height,
+                    cell: Array.from(notebook.querySelectorAll('.jp-Cell'))
+                        .indexOf(svg.closest('.jp-Cell'))};
+        });
+    return images.concat(svgs);
+}"""
+
+
+def is_expected_error(cell):
+    """A cell that is meant to raise: tagged raises-exception, or marked for nbval."""
+    source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+    return ("raises-exception" in cell.get("metadata", {}).get("tags", [])
+            or "NBVAL_RAISES_EXCEPTION" in source)
+
+
+class LessonPage:
+    """One lesson open in its own browser tab."""
+
+    def __init__(self, context, lab, name, artifacts):
+        self.lab, self.name, self.artifacts = lab, name, artifacts
+        self.page = context.new_page()
+        self.page.set_default_timeout(UI_TIMEOUT_MS)
+        self.console_errors = []
+        self.page.on("pageerror", lambda error: self.console_errors.append(str(error)))
+        self.shots = []
+
+    def open(self):
+        self.page.goto(self.lab.lesson_url(self.name))
+        self.page.wait_for_selector("#jupyterlab-splash", state="detached")
+        self.page.wait_for_function(_KERNEL_IDLE, timeout=UI_TIMEOUT_MS)
+        return self
+
+    def run_all(self):
+        """Run All, then wait until the kernel is idle and every code cell has a count."""
+        self.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        self.page.wait_for_function(_ALL_RAN, timeout=RUN_ALL_TIMEOUT_MS, polling=250)
+        self.page.wait_for_function(_IMAGES_LOADED, timeout=UI_TIMEOUT_MS)
+
+    def notebook(self):
+        """The notebook as it is now in the browser (nbformat, with the outputs)."""
+        return json.loads(self.page.evaluate(
+            f"() => JSON.stringify({_PANEL}.context.model.toJSON())"))
+
+    def expect_no_text(self, text):
+        """Wait (auto-retrying) until `text` appears nowhere on the page."""
+        from playwright.sync_api import expect
+
+        expect(self.page.get_by_text(text)).to_have_count(0)
+
+    def pictures(self):
+        return self.page.evaluate(_PICTURES)
+
+    def screenshot(self, label):
+        path = self.artifacts / f"{self.name.removesuffix('.ipynb')}--{label}.png"
+        self.page.screenshot(path=str(path))
+        self.shots.append(path)
+        return path
+
+    def cell(self, marker):
+        """The notebook cell whose source contains `marker` (a Playwright locator)."""
+        cell = self.page.locator(".jp-CodeCell").filter(
+            has=self.page.locator(".jp-Editor", has_text=marker))
+        cell.first.scroll_into_view_if_needed()
+        return cell.first
+
+    def close(self):
+        """Shut the kernel down and close the tab (a kernel per lesson would pile up)."""
+        self.page.evaluate(f"() => {_PANEL}.sessionContext.shutdown()")
+        self.page.close()

@@ -1,0 +1,27 @@
+"""Every lesson, Run All in JupyterLab in Chromium: nothing errors unexpectedly, every widget and
+picture renders."""
+
+import pytest
+from lesson_page import LESSONS, is_expected_error
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_run_all(ran_lesson, name):
+    lesson = ran_lesson(name)
+    cells = lesson.notebook()["cells"]
+    not_run = [i for i, c in enumerate(cells)
+               if c["cell_type"] == "code" and c["execution_count"] is None]
+    assert not not_run, f"cells {not_run} did not run"
+    errors = [(i, o["ename"], o["evalue"]) for i, c in enumerate(cells)
+              if c["cell_type"] == "code" and not is_expected_error(c)
+              for o in c["outputs"] if o["output_type"] == "error"]
+    assert not errors, f"unexpected errors (cell, name, message): {errors}"
+    lesson.expect_no_text("Error displaying widget")
+    lesson.expect_no_text("Loading widget")
+    pictures = lesson.pictures()
+    blank = [p for p in pictures if not (p["width"] > 0 and p["height"] > 0)]
+    assert not blank, f"pictures that did not render: {blank}"
+    stored = sum(1 for c in cells if c["cell_type"] == "code" for o in c["outputs"]
+                 if {"image/png", "image/svg+xml"} & set(o.get("data", {})))
+    assert len(pictures) >= stored, (len(pictures), stored)
+    assert not lesson.console_errors, lesson.console_errors
