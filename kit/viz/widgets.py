@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -137,6 +138,26 @@ def _encode(canvas):
     return buffer.getvalue()
 
 
+def slider_step(lo, hi, default):
+    """A step of about (hi - lo) / 200, from 1, 2, 5 x 10**k, on whose grid (lo + k * step) the
+    default and hi lie: a browser snaps a slider to its grid, and a default off it would show
+    another frame than the one computed for it.
+
+    >>> slider_step(-3.0, 3.0, 2.0)
+    0.02
+    """
+    target = (hi - lo) / 200
+    top = math.floor(math.log10(target))
+    for exponent in range(top, top - 6, -1):
+        for mantissa in (5, 2, 1):
+            step = mantissa * 10.0 ** exponent
+            if step <= target and all(
+                    math.isclose(q, round(q), abs_tol=1e-9) for q in
+                    ((hi - lo) / step, (default - lo) / step)):
+                return round(step, 12)
+    return target
+
+
 def explorer(f, *, plot=None, graph=True, **ranges):
     """Sliders for the named scalar inputs of `f`; shows f, its partial derivatives, f along one
     input with the tangent line, and the graph with its gradients.
@@ -180,7 +201,8 @@ class Explorer(View):
         self._curves = {}
         self._plot = None
         self.sliders = {
-            name: w.FloatSlider(value=self.defaults[name], min=lo, max=hi, step=(hi - lo) / 200,
+            name: w.FloatSlider(value=self.defaults[name], min=lo, max=hi,
+                                step=slider_step(lo, hi, self.defaults[name]),
                                 description=name, continuous_update=True, readout_format=".3f")
             for name, (lo, hi) in self.ranges.items()
         }

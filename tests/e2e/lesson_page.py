@@ -18,12 +18,18 @@ _KERNEL_IDLE = f"""() => {{
     return Boolean(panel && panel.context && panel.context.isReady && kernel
                    && kernel.status === 'idle');
 }}"""
-_ALL_RAN = f"""() => {{
+# Run All's promise settles once every queued cell has run, or the queue stopped at an error.
+_RUN_ALL = """() => {
+    window.kitRunAll = null;
+    window.jupyterapp.commands.execute('notebook:run-all-cells').then(
+        () => { window.kitRunAll = 'done'; },
+        error => { window.kitRunAll = 'failed: ' + error; });
+}"""
+_RUN_ALL_SETTLED = f"""() => {{
     const panel = {_PANEL};
-    const kernel = panel.sessionContext.session.kernel;
     const cells = Array.from(panel.content.model.cells);
-    return kernel.status === 'idle' && cells.every(
-        c => c.type !== 'code' || (c.executionCount !== null && c.executionState !== 'running'));
+    return window.kitRunAll !== null && panel.sessionContext.session.kernel.status === 'idle'
+        && cells.every(c => c.type !== 'code' || c.executionState !== 'running');
 }}"""
 _IMAGES_LOADED = """() => Array.from(document.querySelectorAll('.jp-Notebook img'))
     .every(img => img.complete)"""
@@ -62,6 +68,7 @@ class LessonPage:
         self.console_errors = []
         self.page.on("pageerror", lambda error: self.console_errors.append(str(error)))
         self.shots = []
+        self.run_all_result = None
 
     def open(self):
         self.page.goto(self.lab.lesson_url(self.name))
@@ -70,10 +77,12 @@ class LessonPage:
         return self
 
     def run_all(self):
-        """Run All, then wait until the kernel is idle and every code cell has a count."""
-        self.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        self.page.wait_for_function(_ALL_RAN, timeout=RUN_ALL_TIMEOUT_MS, polling=250)
+        """Run All, then wait until it has settled and the kernel is idle; `run_all_result` says
+        how it ended ("done")."""
+        self.page.evaluate(_RUN_ALL)
+        self.page.wait_for_function(_RUN_ALL_SETTLED, timeout=RUN_ALL_TIMEOUT_MS, polling=250)
         self.page.wait_for_function(_IMAGES_LOADED, timeout=UI_TIMEOUT_MS)
+        self.run_all_result = self.page.evaluate("() => window.kitRunAll")
 
     def notebook(self):
         """The notebook as it is now in the browser (nbformat, with the outputs)."""
@@ -89,18 +98,23 @@ class LessonPage:
     def pictures(self):
         return self.page.evaluate(_PICTURES)
 
-    def screenshot(self, label):
+    def screenshot(self, label, locator=None):
+        """Save the page (or one element of it) under the artifacts folder."""
         path = self.artifacts / f"{self.name.removesuffix('.ipynb')}--{label}.png"
-        self.page.screenshot(path=str(path))
+        (locator or self.page).screenshot(path=str(path))
         self.shots.append(path)
         return path
 
-    def cell(self, marker):
-        """The notebook cell whose source contains `marker` (a Playwright locator)."""
-        cell = self.page.locator(".jp-CodeCell").filter(
-            has=self.page.locator(".jp-Editor", has_text=marker))
-        cell.first.scroll_into_view_if_needed()
-        return cell.first
+    def output_of(self, last_line):
+        """The output area of the code cell whose source ends with the line `last_line`."""
+        cells = self.notebook()["cells"]
+        (index,) = [i for i, c in enumerate(cells)
+                    if c["cell_type"] == "code" and c["source"].strip().splitlines()[-1:]
+                    == [last_line]]
+        output = self.page.locator(".jp-Notebook .jp-Cell").nth(index).locator(
+            ".jp-OutputArea-output")
+        output.first.scroll_into_view_if_needed()
+        return output.first
 
     def close(self):
         """Shut the kernel down and close the tab (a kernel per lesson would pile up)."""

@@ -9,13 +9,14 @@ from lesson_page import LESSONS, is_expected_error
 def test_run_all(ran_lesson, name):
     lesson = ran_lesson(name)
     cells = lesson.notebook()["cells"]
-    not_run = [i for i, c in enumerate(cells)
-               if c["cell_type"] == "code" and c["execution_count"] is None]
-    assert not not_run, f"cells {not_run} did not run"
     errors = [(i, o["ename"], o["evalue"]) for i, c in enumerate(cells)
               if c["cell_type"] == "code" and not is_expected_error(c)
               for o in c["outputs"] if o["output_type"] == "error"]
     assert not errors, f"unexpected errors (cell, name, message): {errors}"
+    assert lesson.run_all_result == "done", lesson.run_all_result
+    not_run = [i for i, c in enumerate(cells)
+               if c["cell_type"] == "code" and c["execution_count"] is None]
+    assert not not_run, f"cells {not_run} did not run"
     lesson.expect_no_text("Error displaying widget")
     lesson.expect_no_text("Loading widget")
     pictures = lesson.pictures()
