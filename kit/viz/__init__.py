@@ -5,7 +5,8 @@
 - `grad_norms`, `plot_grad_norms`, `GradHistory`, `plot_grad_history`, `plot_grad_histograms`:
   gradient-flow plots (matplotlib) with vanishing/exploding thresholds marked;
 - `explorer`, `step_backward`, `gradcheck_view`: ipywidgets views, each with a static fallback
-  (`.static()`) and drivable from Python (set a slider's `.value`, `.click()` a button).
+  (`.static()`, also stored with the widget's output) and drivable from Python (set a slider's
+  `.value`, `.click()` a button); `with_fallback(widget, figure)` does the same for any widget.
 
 Importing kit.viz turns on `kit.grad_mode.keep_output_refs()`, so graphs recorded afterwards can
 show the values of their intermediate tensors (a weak reference per op, off by default for speed).
@@ -24,7 +25,7 @@ from kit.viz.flow import (
 )
 from kit.viz.gradcheck_view import GradcheckView, gradcheck_view
 from kit.viz.graph import graph_data
-from kit.viz.widgets import Explorer, StepBackward, explorer, step_backward
+from kit.viz.widgets import Explorer, StepBackward, explorer, step_backward, with_fallback
 
 keep_output_refs(True)
 
@@ -32,5 +33,5 @@ __all__ = [
     "EXPLODING", "VANISHING", "Explorer", "GradHistory", "GradcheckView", "GraphDrawing", "Plot",
     "Step", "StepBackward", "draw_graph", "explorer", "grad_colour", "grad_norms",
     "gradcheck_view", "graph_data", "plot_grad_histograms", "plot_grad_history",
-    "plot_grad_norms", "step_backward", "trace_backward",
+    "plot_grad_norms", "step_backward", "trace_backward", "with_fallback",
 ]

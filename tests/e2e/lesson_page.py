@@ -69,11 +69,14 @@ class LessonPage:
         self.page.on("pageerror", lambda error: self.console_errors.append(str(error)))
         self.shots = []
         self.run_all_result = None
+        self.text_before_run = None
 
     def open(self):
         self.page.goto(self.lab.lesson_url(self.name))
         self.page.wait_for_selector("#jupyterlab-splash", state="detached")
         self.page.wait_for_function(_KERNEL_IDLE, timeout=UI_TIMEOUT_MS)
+        # What a reader sees before running anything: the stored outputs.
+        self.text_before_run = self.page.locator(".jp-Notebook").inner_text()
         return self
 
     def run_all(self):

@@ -8,6 +8,7 @@ from lesson_page import LESSONS, is_expected_error
 @pytest.mark.parametrize("name", LESSONS)
 def test_run_all(ran_lesson, name):
     lesson = ran_lesson(name)
+    assert "children=(" not in lesson.text_before_run, "a widget's text repr is stored"
     cells = lesson.notebook()["cells"]
     errors = [(i, o["ename"], o["evalue"]) for i, c in enumerate(cells)
               if c["cell_type"] == "code" and not is_expected_error(c)
