@@ -39,6 +39,6 @@ __all__ = [
     "TARGETS", "WORKLOADS", "CudaEventTimer", "Measurement", "WallTimer", "Workload",
     "crossover_size", "default_devices", "evaluate_targets", "find_row", "fit_overhead_model",
     "library_versions", "load_json", "machine_info", "model_crossover", "model_time", "plan",
-    "plot_data", "plot_sweep", "recordings", "rows_for", "run_sweep", "save_json", "save_plots", "time_call",
-    "timer_for", "validate",
+    "plot_data", "plot_sweep", "recordings", "rows_for", "run_sweep", "save_json", "save_plots",
+    "time_call", "timer_for", "validate",
 ]

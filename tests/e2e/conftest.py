@@ -19,7 +19,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from lesson_page import ARTIFACTS, NOTEBOOKS, LessonPage
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -177,7 +176,8 @@ def artifacts():
 
 @pytest.fixture(scope="session")
 def ran_lesson(lab, browser_context, artifacts):
-    """`ran_lesson(name)`: the lesson's tab after Run All (opened and run once, the last one kept)."""
+    """`ran_lesson(name)`: the lesson's tab after Run All (each lesson opened and run once; only
+    the last one is kept open)."""
     current = {}
 
     def get(name):

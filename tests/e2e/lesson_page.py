@@ -1,4 +1,5 @@
-"""Driving one lesson in JupyterLab: open it, Run All, read back what ran and what the page shows."""
+"""Driving one lesson in JupyterLab: open it, Run All, read back what ran and what the page shows.
+"""
 
 import json
 from pathlib import Path
@@ -109,11 +110,10 @@ class LessonPage:
         return path
 
     def output_of(self, last_line):
-        """The output area of the code cell whose source ends with the line `last_line`."""
+        """The output area of the one code cell whose last line starts with `last_line`."""
         cells = self.notebook()["cells"]
-        (index,) = [i for i, c in enumerate(cells)
-                    if c["cell_type"] == "code" and c["source"].strip().splitlines()[-1:]
-                    == [last_line]]
+        (index,) = [i for i, c in enumerate(cells) if c["cell_type"] == "code"
+                    and c["source"].strip().splitlines()[-1].startswith(last_line)]
         output = self.page.locator(".jp-Notebook .jp-Cell").nth(index).locator(
             ".jp-OutputArea-output")
         output.first.scroll_into_view_if_needed()
