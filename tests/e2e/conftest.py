@@ -171,7 +171,17 @@ def artifacts():
     ARTIFACTS.mkdir(exist_ok=True)
     for old in ARTIFACTS.glob("*.png"):
         old.unlink()
+    _screenshots_taken.append(True)
     return ARTIFACTS
+
+
+_screenshots_taken = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _screenshots_taken:
+        shots = sorted(ARTIFACTS.glob("*.png"))
+        terminalreporter.write_line(f"e2e screenshots: {len(shots)} in {ARTIFACTS}")
 
 
 @pytest.fixture(scope="session")
