@@ -110,10 +110,13 @@ class LessonPage:
         return path
 
     def output_of(self, last_line):
-        """The output area of the one code cell whose last line starts with `last_line`."""
-        cells = self.notebook()["cells"]
-        (index,) = [i for i, c in enumerate(cells) if c["cell_type"] == "code"
-                    and c["source"].strip().splitlines()[-1].startswith(last_line)]
+        """The output area of the one code cell whose last line is `last_line` (or, if none,
+        starts with it)."""
+        last = [(i, c["source"].strip().splitlines()[-1])
+                for i, c in enumerate(self.notebook()["cells"])
+                if c["cell_type"] == "code" and c["source"].strip()]
+        (index,) = ([i for i, line in last if line == last_line]
+                    or [i for i, line in last if line.startswith(last_line)])
         output = self.page.locator(".jp-Notebook .jp-Cell").nth(index).locator(
             ".jp-OutputArea-output")
         output.first.scroll_into_view_if_needed()
