@@ -111,8 +111,7 @@ def lab(tmp_path_factory):
                JUPYTER_CONFIG_DIR=str(base / "config"),
                # The kernel imports the kit this suite tests (a worktree, not only an install).
                PYTHONPATH=os.pathsep.join([str(NOTEBOOKS.parent),
-                                           *filter(None, [os.environ.get("PYTHONPATH")])]),
-               MPLBACKEND="agg")
+                                           *filter(None, [os.environ.get("PYTHONPATH")])]))
     port, token = _free_port(), secrets.token_hex(16)
     log = open(base / "jupyterlab.log", "w")  # noqa: SIM115 (closed at teardown)
     process = subprocess.Popen(
