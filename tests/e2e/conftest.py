@@ -200,7 +200,7 @@ def ran_lesson(lab, browser_context, artifacts):
                 page.open()
                 page.screenshot("opened")
                 page.run_all()
-                page.screenshot("after-run-all")
+                page.screenshot_notebook("after-run-all")
             except Exception as error:
                 current[name] = error
                 raise

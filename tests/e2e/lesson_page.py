@@ -10,6 +10,7 @@ LESSONS = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 RUN_ALL_TIMEOUT_MS = 240_000
 UI_TIMEOUT_MS = 60_000
+MAX_SHOT_HEIGHT = 16_000  # pixels; Chromium's screenshots stop near 16384
 
 _PANEL = "window.jupyterapp.shell.currentWidget"
 _KERNEL_IDLE = f"""() => {{
@@ -108,6 +109,20 @@ class LessonPage:
         (locator or self.page).screenshot(path=str(path))
         self.shots.append(path)
         return path
+
+    def screenshot_notebook(self, label):
+        """Save the whole notebook in one picture: the window is made as tall as the notebook
+        (up to Chromium's limit) for the shot, then put back."""
+        size = self.page.viewport_size
+        scroller = self.page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer").first
+        height = scroller.evaluate("el => el.scrollHeight - el.clientHeight")
+        self.page.set_viewport_size({"width": size["width"],
+                                     "height": min(size["height"] + height, MAX_SHOT_HEIGHT)})
+        scroller.evaluate("el => el.scrollTo(0, 0)")
+        try:
+            return self.screenshot(label)
+        finally:
+            self.page.set_viewport_size(size)
 
     def output_of(self, last_line):
         """The output area of the one code cell whose last line is `last_line` (or, if none,
