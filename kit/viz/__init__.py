@@ -15,6 +15,7 @@ show the values of their intermediate tensors (a weak reference per op, off by d
 from kit.grad_mode import keep_output_refs
 from kit.viz._style import EXPLODING, VANISHING, Plot, grad_colour
 from kit.viz._trace import Step, trace_backward
+from kit.viz._view import with_fallback
 from kit.viz.drawing import GraphDrawing, draw_graph
 from kit.viz.flow import (
     GradHistory,
@@ -25,7 +26,7 @@ from kit.viz.flow import (
 )
 from kit.viz.gradcheck_view import GradcheckView, gradcheck_view
 from kit.viz.graph import graph_data
-from kit.viz.widgets import Explorer, StepBackward, explorer, step_backward, with_fallback
+from kit.viz.widgets import Explorer, StepBackward, explorer, step_backward
 
 keep_output_refs(True)
 
