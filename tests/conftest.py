@@ -40,5 +40,5 @@ def pytest_terminal_summary(terminalreporter):
         reason = reason.removeprefix("Skipped: ")
         counts[reason] = counts.get(reason, 0) + 1
     if counts:
-        terminalreporter.write_line("skipped " + "; ".join(
-            f"{n}: {reason}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])))
+        terminalreporter.write_line("skipped " + ", ".join(
+            f"{n} ({reason})" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])))
