@@ -14,6 +14,8 @@ from lesson_page import LESSONS, NOTEBOOKS
 import kit
 from kit.viz._style import fmt_number
 
+# The lessons whose widgets the tests below drive; every lesson that builds a widget must be here.
+DRIVEN = ["00_start_here.ipynb", "01_autograd_from_scratch.ipynb", "06_gradient_flow.ipynb"]
 WIDGET_MARKERS = re.compile(r"\bipywidgets\b|\bexplorer\(|\bstep_backward\(")
 HIGHLIGHTED = """output => Array.from(output.querySelectorAll('g.node'))
     .filter(g => g.querySelector('[stroke="#dc2626"]'))
@@ -204,6 +206,3 @@ def test_gradient_flow_controls(ran_lesson, name, flow_view):
           10, 1.0, "relu", label="relu")
     after(lambda: press_handle(scale, "End"), 10, 3.0, "relu", label="scale-end")
     expect(scale.locator(".widget-readout")).to_have_text(readout_text(3, 2))
-
-
-DRIVEN = ["00_start_here.ipynb", "01_autograd_from_scratch.ipynb", "06_gradient_flow.ipynb"]
