@@ -188,7 +188,8 @@ class Explorer(View):
         }
         self.axis = w.Dropdown(options=names, value=plot or names[0], description="plot along")
         self.readout = w.HTML()
-        self.plot_view = w.Image(format="png")
+        # Not stretched to the graph's height: a PNG keeps its own size and proportions.
+        self.plot_view = w.Image(format="png", layout=w.Layout(align_self="flex-start"))
         self.graph_view = w.HTML()
         for control in (*self.sliders.values(), self.axis):
             control.observe(self._update, names="value")

@@ -37,10 +37,13 @@ _IMAGES_LOADED = """() => Array.from(document.querySelectorAll('.jp-Notebook img
     .every(img => img.complete)"""
 _PICTURES = """() => {
     const notebook = document.querySelector('.jp-Notebook');
-    const images = Array.from(notebook.querySelectorAll('img')).map(img => ({
-        kind: 'img', width: img.naturalWidth, height: img.naturalHeight,
-        cell: img.closest('.jp-Cell') ? Array.from(
-            notebook.querySelectorAll('.jp-Cell')).indexOf(img.closest('.jp-Cell')) : -1}));
+    const images = Array.from(notebook.querySelectorAll('img')).map(img => {
+        const box = img.getBoundingClientRect();
+        return {kind: 'img', width: img.naturalWidth, height: img.naturalHeight,
+                shown_width: box.width, shown_height: box.height,
+                cell: Array.from(notebook.querySelectorAll('.jp-Cell'))
+                    .indexOf(img.closest('.jp-Cell'))};
+    });
     const svgs = Array.from(notebook.querySelectorAll('.jp-OutputArea-output svg'))
         .filter(svg => !svg.parentElement.closest('svg'))
         .map(svg => {

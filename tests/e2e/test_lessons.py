@@ -31,6 +31,12 @@ def test_run_all(ran_lesson, name):
     pictures = lesson.pictures()
     blank = [p for p in pictures if not (p["width"] > 0 and p["height"] > 0)]
     assert not blank, f"pictures that did not render: {blank}"
+    # A picture is shown at most at its own size (enlarged, it blurs) and never squashed.
+    shown = [p for p in pictures if p["kind"] == "img" and p.get("shown_width")]
+    distorted = [p for p in shown if p["shown_width"] > p["width"] + 1
+                 or abs(p["shown_height"] / p["shown_width"] - p["height"] / p["width"]) > 0.02
+                 * p["height"] / p["width"]]
+    assert not distorted, f"pictures enlarged or out of proportion: {distorted}"
     # Every figure the committed lesson shows comes back in the browser, and is on the page.
     committed = json.loads((NOTEBOOKS / name).read_text())["cells"]
     missing = [i for i, (now, before) in enumerate(zip(cells, committed, strict=True))
