@@ -1,4 +1,5 @@
-"""The lessons in a real browser: one JupyterLab server and one Chromium for the whole session.
+"""The lessons in a real browser: one JupyterLab server and one Chromium for all e2e tests, closed
+once the last of them is done (the rest of the suite runs without them).
 
 JupyterLab serves a temporary copy of notebooks/ (autosave must never write into the repository),
 bound to 127.0.0.1 with a token, with fresh settings and workspaces. Chromium is Debian's
@@ -19,7 +20,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from lesson_page import ARTIFACTS, NOTEBOOKS, LessonPage
+
+from e2e.lesson_page import ARTIFACTS, NOTEBOOKS, LessonPage
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -91,7 +93,7 @@ class Lab:
             return json.load(r)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab(tmp_path_factory):
     """JupyterLab on 127.0.0.1, serving a temporary copy of the lessons."""
     base = tmp_path_factory.mktemp("lab")
@@ -147,7 +149,7 @@ def lab(tmp_path_factory):
         log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser_context(tmp_path_factory):
     """Debian's Chromium with a fresh profile."""
     from playwright.sync_api import sync_playwright
@@ -164,7 +166,7 @@ def browser_context(tmp_path_factory):
             context.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def artifacts():
     """The git-ignored folder the screenshots go to; printed at the end of the run."""
     ARTIFACTS.mkdir(exist_ok=True)
@@ -183,7 +185,7 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"e2e screenshots: {len(shots)} in {ARTIFACTS}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ran_lesson(lab, browser_context, artifacts):
     """`ran_lesson(name)`: the lesson's tab after Run All (each lesson opened and run once; only
     the last one is kept open)."""

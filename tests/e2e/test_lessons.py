@@ -4,7 +4,8 @@ picture renders."""
 import json
 
 import pytest
-from lesson_page import LESSONS, NOTEBOOKS, is_expected_error
+
+from e2e.lesson_page import LESSONS, NOTEBOOKS, is_expected_error
 
 
 def figures(cell):

@@ -9,9 +9,9 @@ import json
 import re
 
 import pytest
-from lesson_page import LESSONS, NOTEBOOKS
 
 import kit
+from e2e.lesson_page import LESSONS, NOTEBOOKS
 from kit.viz._style import fmt_number
 
 # The lessons whose widgets the tests below drive; every lesson that builds a widget must be here.
