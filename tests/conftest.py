@@ -30,3 +30,15 @@ def pytest_collection_modifyitems(items):
         callspec = getattr(item, "callspec", None)
         if callspec is not None and callspec.params.get("xp_device") == "gpu":
             item.add_marker(pytest.mark.gpu)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line saying why tests were skipped, grouped by reason (-rfE lists only failures)."""
+    counts = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    if counts:
+        terminalreporter.write_line("skipped " + ", ".join(
+            f"{n} ({reason})" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])))

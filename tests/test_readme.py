@@ -24,3 +24,10 @@ def test_readme_commands_name_the_real_entry_points():
     for path in ("notebooks/sanitize.cfg", "scripts/gpu_check.sh", "benchmarks/run.py",
                  "benchmarks/RESULTS.md", "kit/bench/__main__.py", "environment.yml"):
         assert (README.parent / path).exists(), path
+
+
+def test_readme_lesson_command_stays_on_localhost_and_says_how_to_run_as_root():
+    text = README.read_text()
+    (command,) = [line for line in text.splitlines() if "jupyter lab" in line and "pip" in line]
+    assert command.endswith("jupyter lab --ip=127.0.0.1 notebooks/")
+    assert "jupyter lab --ip=127.0.0.1 --allow-root notebooks/" in text

@@ -295,8 +295,8 @@ def test_a_real_mxnet_style_custom_op_is_drawn_with_its_front_end():
     assert d.find("tensor", role="leaf")[0]["attributes"]["grad"] == [9.0, 9.0]
 
 
-@pytest.mark.parametrize("module", ["_style", "_trace", "drawing", "flow", "gradcheck_view",
-                                    "graph", "widgets"])
+@pytest.mark.parametrize("module", ["_style", "_trace", "_view", "drawing", "flow",
+                                    "gradcheck_view", "graph", "widgets"])
 def test_docstring_examples_of_kit_viz_run(module):
     result = doctest.testmod(importlib.import_module(f"kit.viz.{module}"))
     assert result.attempted > 0 and result.failed == 0

@@ -42,7 +42,8 @@ def test_explorer_plot_axis_and_static_fallback():
     assert static.values == {"x": 0.0, "y": 0.5} and static.png[:4] == b"\x89PNG"
     bundle = static._repr_mimebundle_()
     assert bundle["text/plain"].startswith("f(x=0, y=0.5) = 0")
-    assert "data:image/png;base64," in bundle["text/html"] and "<svg" in bundle["text/html"]
+    assert "data:image/png;base64," in bundle["text/html"]
+    assert "data:image/svg+xml;base64," in bundle["text/html"]
 
 
 def test_explorer_falls_back_to_point_by_point_curves():
@@ -159,3 +160,35 @@ def test_gradcheck_view_finds_a_wrong_backward_and_shows_each_block():
     assert two.static().data["block"] == (0, 1)
     with pytest.raises(ValueError, match="requires grad"):
         gradcheck_view(kit.tanh, (kit.tensor([1.0]),))
+
+
+def test_a_displayed_view_stores_its_frame_next_to_the_widget():
+    ex = explorer(f, x=(-3, 3, 2.0), y=(-3, 3, 3.0))
+    bundle = ex._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == ex.frame.summary()  # not "VBox(children=(..."
+    assert "data:image/png;base64," in bundle["text/html"]
+    assert "data:image/svg+xml;base64," in bundle["text/html"]
+    assert all(s.value == ex.defaults[name] for name, s in ex.sliders.items())
+
+
+def test_slider_defaults_lie_on_the_slider_grid():
+    ex = explorer(f, x=(-3, 3, 2.0), y=(-1, 1, 0.25))
+    for name, s in ex.sliders.items():
+        steps = (ex.defaults[name] - s.min) / s.step
+        assert steps == pytest.approx(round(steps)), name
+        assert (s.max - s.min) / s.step <= 400
+
+
+def test_with_fallback_stores_a_plot_as_png():
+    import ipywidgets
+
+    from kit.viz import plot_grad_norms, with_fallback
+
+    w = kit.tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    plot = plot_grad_norms({"w": w})
+    bundle = with_fallback(ipywidgets.IntSlider(1), plot)._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(plot)
+    assert bundle["image/png"].startswith("iVBORw0KGgo")  # base64 of the PNG signature
+    assert "application/vnd.jupyter.widget-view+json" in bundle

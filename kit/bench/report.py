@@ -12,10 +12,14 @@ import json
 import os
 import platform
 import sys
+from pathlib import Path
 
 from kit import backend
 
 SCHEMA = "kit.bench/1"
+# Recordings of real GPU runs live in the repository, beside the kit package (an editable
+# install); found from kit's own files, so a lesson copied anywhere still finds them.
+RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "recorded"
 TOP_FIELDS = {
     "schema": str, "date": str, "machine": dict, "versions": dict, "config": dict,
     "results": list, "targets": list,
@@ -146,6 +150,27 @@ def load_json(path) -> dict:
     """Read and validate a results document."""
     with open(path, encoding="utf-8") as f:
         return validate(json.load(f))
+
+
+def recordings(folder=RECORDED) -> list:
+    """Every results document (`bench.json`) under `folder`, validated, in path order.
+
+    The default is the repository's benchmarks/recorded/, found from the installed kit package
+    (not from the current directory). Without it (kit installed from a wheel, without its
+    repository), FileNotFoundError says so.
+
+    >>> import kit.bench
+    >>> isinstance(kit.bench.recordings(), list)
+    True
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"kit.bench.recordings: no folder {folder}; recordings live in kit's repository "
+            "(benchmarks/recorded/), which this kit was installed without: install kit from "
+            "a checkout with `pip install -e .`, or pass the folder"
+        )
+    return [load_json(path) for path in sorted(folder.glob("**/bench.json"))]
 
 
 def rows_for(doc: dict, workload: str, device: str) -> list:

@@ -5,7 +5,8 @@
 - `grad_norms`, `plot_grad_norms`, `GradHistory`, `plot_grad_history`, `plot_grad_histograms`:
   gradient-flow plots (matplotlib) with vanishing/exploding thresholds marked;
 - `explorer`, `step_backward`, `gradcheck_view`: ipywidgets views, each with a static fallback
-  (`.static()`) and drivable from Python (set a slider's `.value`, `.click()` a button).
+  (`.static()`, also stored with the widget's output) and drivable from Python (set a slider's
+  `.value`, `.click()` a button); `with_fallback(widget, figure)` does the same for any widget.
 
 Importing kit.viz changes nothing in what kit records. Drawings show the values a graph still
 holds; record under `kit.viz.keep_output_refs()` (as `explorer` does) to show every intermediate
@@ -15,6 +16,7 @@ value (it costs a weak reference per op, so it is a mode, not the default).
 from kit.grad_mode import keep_output_refs
 from kit.viz._style import EXPLODING, VANISHING, Plot, grad_colour
 from kit.viz._trace import Step, trace_backward
+from kit.viz._view import with_fallback
 from kit.viz.drawing import GraphDrawing, draw_graph
 from kit.viz.flow import (
     GradHistory,
@@ -31,5 +33,5 @@ __all__ = [
     "EXPLODING", "VANISHING", "Explorer", "GradHistory", "GradcheckView", "GraphDrawing", "Plot",
     "Step", "StepBackward", "draw_graph", "explorer", "grad_colour", "grad_norms",
     "gradcheck_view", "graph_data", "keep_output_refs", "plot_grad_histograms", "plot_grad_history",
-    "plot_grad_norms", "step_backward", "trace_backward",
+    "plot_grad_norms", "step_backward", "trace_backward", "with_fallback",
 ]

@@ -105,6 +105,10 @@ class GradcheckView(View):
         """The default block at the default step, as a plain figure."""
         return self.render()
 
+    def current(self):
+        """The figure shown now (what a saved notebook shows)."""
+        return self.result
+
     def _update(self, change=None):
         self.result = self.render()
         data = self.result.data

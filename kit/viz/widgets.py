@@ -8,9 +8,9 @@ widget only wires sliders and buttons to `render`; it can be driven from Python:
 
 from __future__ import annotations
 
-import base64
 import html
 import io
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,30 +20,11 @@ from kit.engine import AccumulateGrad
 from kit.grad_mode import keep_output_refs
 from kit.viz._style import Plot, fmt_array, fmt_number, host, new_figure, png
 from kit.viz._trace import check_outputs, trace_backward
+from kit.viz._view import View, frame_html
 from kit.viz.drawing import GraphDrawing, draw_graph
 from kit.viz.graph import SMALL
 
 CURVE_POINTS = 121
-
-
-class View:
-    """Base of kit.viz's widgets: displays as its ipywidgets box."""
-
-    widget = None
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
-
-
-def frame_html(summary, plot_png=None, graph=None):
-    """One HTML block: a text summary, a PNG plot and an SVG graph (what a static frame shows)."""
-    parts = [f"<pre>{html.escape(summary)}</pre>"]
-    if plot_png:
-        data = base64.b64encode(plot_png).decode("ascii")
-        parts.append(f'<img src="data:image/png;base64,{data}"/>')
-    if graph is not None:
-        parts.append(graph.svg)
-    return "<div>" + "".join(parts) + "</div>"
 
 
 # --- explorer --------------------------------------------------------------------------------
@@ -138,6 +119,26 @@ def _encode(canvas):
     return buffer.getvalue()
 
 
+def slider_step(lo, hi, default):
+    """A step of about (hi - lo) / 200, from 1, 2, 5 x 10**k, on whose grid (lo + k * step) the
+    default and hi lie: a browser snaps a slider to its grid, and a default off it would show
+    another frame than the one computed for it.
+
+    >>> slider_step(-3.0, 3.0, 2.0)
+    0.02
+    """
+    target = (hi - lo) / 200
+    top = math.floor(math.log10(target))
+    for exponent in range(top, top - 6, -1):
+        for mantissa in (5, 2, 1):
+            step = mantissa * 10.0 ** exponent
+            if step <= target and all(
+                    math.isclose(q, round(q), abs_tol=1e-9) for q in
+                    ((hi - lo) / step, (default - lo) / step)):
+                return round(step, 12)
+    return target
+
+
 def explorer(f, *, plot=None, graph=True, **ranges):
     """Sliders for the named scalar inputs of `f`; shows f, its partial derivatives, f along one
     input with the tangent line, and the graph with its gradients.
@@ -181,13 +182,15 @@ class Explorer(View):
         self._curves = {}
         self._plot = None
         self.sliders = {
-            name: w.FloatSlider(value=self.defaults[name], min=lo, max=hi, step=(hi - lo) / 200,
+            name: w.FloatSlider(value=self.defaults[name], min=lo, max=hi,
+                                step=slider_step(lo, hi, self.defaults[name]),
                                 description=name, continuous_update=True, readout_format=".3f")
             for name, (lo, hi) in self.ranges.items()
         }
         self.axis = w.Dropdown(options=names, value=plot or names[0], description="plot along")
         self.readout = w.HTML()
-        self.plot_view = w.Image(format="png")
+        # Not stretched to the graph's height: a PNG keeps its own size and proportions.
+        self.plot_view = w.Image(format="png", layout=w.Layout(align_self="flex-start"))
         self.graph_view = w.HTML()
         for control in (*self.sliders.values(), self.axis):
             control.observe(self._update, names="value")
