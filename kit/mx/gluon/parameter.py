@@ -252,7 +252,13 @@ class Parameter:
                 self.cast(values.dtype)
             else:
                 values = values.astype(self.dtype)
-        self.shape = values.shape
+        try:
+            self.shape = values.shape
+        except ValueError:
+            raise AssertionError(
+                f"Failed loading Parameter '{self.name}' from saved params: shape incompatible "
+                f"expected {self._shape} vs saved {tuple(values.shape)}"
+            ) from None
         if self._var is not None:
             self.set_data(values)
             return
