@@ -405,6 +405,24 @@ def test_parameter_dict_save_and_load_by_full_name(tmp_path):
     np.testing.assert_array_equal(twin(nd.ones((1, 4))).asnumpy(), net(nd.ones((1, 4))).asnumpy())
 
 
+def test_load_parameters_reads_prefix_stripped_full_names(tmp_path):
+    net = mlp(prefix="old_")
+    net.initialize()
+    x = nd.ones((2, 4))
+    y = net(x)
+    path = str(tmp_path / "legacy.params")
+    net.collect_params().save(path, strip_prefix="old_")
+    new = mlp(prefix="new_")
+    new.load_parameters(path)
+    np.testing.assert_array_equal(new(x).asnumpy(), y.asnumpy())
+    single = nn.Dense(2, in_units=3)  # a leaf Block's structural names have no dot either
+    single.initialize()
+    single.save_parameters(str(tmp_path / "single.params"))
+    twin = nn.Dense(2, in_units=3)
+    twin.load_parameters(str(tmp_path / "single.params"))
+    np.testing.assert_array_equal(twin.weight.data().asnumpy(), single.weight.data().asnumpy())
+
+
 @pytest.mark.parametrize("module", [
     "kit.mx.gluon", "kit.mx.gluon.block", "kit.mx.gluon.parameter", "kit.mx.gluon.parameter_dict",
     "kit.mx.gluon.nn", "kit.mx.gluon.nn.basic_layers", "kit.mx.gluon.nn.conv_layers",

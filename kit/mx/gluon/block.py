@@ -208,13 +208,10 @@ class Block:
         file, so a fresh network needs no initialize())."""
         loaded = load_arrays(filename)
         params = self._collect_params_with_prefix()
-        if loaded and not any("." in name for name in loaded):
-            # a file of full names, as collect_params().save writes
-            own = self.collect_params()
-            match_names(loaded, own, filename, allow_missing, ignore_extra)
-            for name, values in loaded.items():
-                if name in own:
-                    own[name]._load_init(values, ctx, cast_dtype, dtype_source)
+        if loaded and not any("." in name for name in loaded) and not set(loaded) & set(params):
+            # names without the Block's prefix, as collect_params().save(strip_prefix=prefix)
+            # writes them (MXNet's legacy format)
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix)
             return
         match_names(loaded, params, filename, allow_missing, ignore_extra)
         for name, values in loaded.items():

@@ -137,13 +137,13 @@ class ParameterDict:
         save_arrays(filename, arrays)
 
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
-             restore_prefix=""):
+             restore_prefix="", cast_dtype=False, dtype_source="current"):
         """Read values saved by `save` (names get `restore_prefix` back)."""
         loaded = {restore_prefix + k: v for k, v in load_arrays(filename).items()}
         match_names(loaded, self._params, filename, allow_missing, ignore_extra)
         for name, values in loaded.items():
             if name in self._params:
-                self._params[name]._load_init(values, ctx)
+                self._params[name]._load_init(values, ctx, cast_dtype, dtype_source)
 
 
 def select(params, pattern):
