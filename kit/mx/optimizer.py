@@ -98,8 +98,9 @@ class Optimizer:
         return count
 
     def _mult(self, index, attr, table):
-        if index in self.param_dict:
-            return getattr(self.param_dict[index], attr)
+        param = self.param_dict.get(index)
+        if param is not None:
+            return getattr(param, attr)
         if index in table:
             return table[index]
         if index in self.idx2name:
@@ -107,7 +108,8 @@ class Optimizer:
         return 1.0
 
     def _get_lr(self, index):
-        return self.learning_rate * self._mult(index, "lr_mult", self.lr_mult)
+        lr = self.lr if self.lr_scheduler is None else self.lr_scheduler(self.num_update)
+        return lr * self._mult(index, "lr_mult", self.lr_mult)
 
     def _get_wd(self, index):
         return self.wd * self._mult(index, "wd_mult", self.wd_mult)
@@ -183,9 +185,10 @@ class Updater:
         self.states = {}
 
     def __call__(self, index, grad, weight):
-        if index not in self.states:
-            self.states[index] = self.optimizer.create_state(index, weight)
-        self.optimizer.update(index, weight, grad, self.states[index])
+        states = self.states
+        if index not in states:
+            states[index] = self.optimizer.create_state(index, weight)
+        self.optimizer.update(index, weight, grad, states[index])
 
     def get_states(self, dump_optimizer=False):
         """The states (and update counts), pickled; with `dump_optimizer`, the optimiser too."""

@@ -248,11 +248,13 @@ class Block:
         return HookHandle(self._forward_hooks, hook)
 
     def __call__(self, *args):
-        for hook in list(self._forward_pre_hooks.values()):
-            hook(self, args)
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
         out = self.forward(*args)
-        for hook in list(self._forward_hooks.values()):
-            hook(self, args, out)
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
         return out
 
     def forward(self, *args):
@@ -275,13 +277,15 @@ class HybridBlock(Block):
         super().hybridize(active, **kwargs)
 
     def forward(self, x, *args):
-        try:
-            params = {name: p.data() for name, p in self._reg_params.items()}
-        except DeferredInitializationError:
-            self.infer_shape(x, *args)
-            for p in self._reg_params.values():
-                p._finish_deferred_init()
-            params = {name: p.data() for name, p in self._reg_params.items()}
+        params = {name: p._var for name, p in self._reg_params.items()}
+        if any(v is None for v in params.values()):  # not initialised, or waiting for a shape
+            try:
+                params = {name: p.data() for name, p in self._reg_params.items()}
+            except DeferredInitializationError:
+                self.infer_shape(x, *args)
+                for p in self._reg_params.values():
+                    p._finish_deferred_init()
+                params = {name: p.data() for name, p in self._reg_params.items()}
         return self.hybrid_forward(nd, x, *args, **params)
 
     def infer_shape(self, *args):

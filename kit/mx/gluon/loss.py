@@ -103,16 +103,17 @@ class SoftmaxCrossEntropyLoss(Loss):
         sparse = self._sparse_label
         if sparse:
             classes = label.asnumpy().astype(np.int64)
+        fast = (sparse and not self._from_logits and pred.ndim == 2 and self._axis in (-1, 1)
+                and self._batch_axis == 0 and sample_weight is None and self._weight is None)
+        if fast:  # the fused primitive (it checks the classes): one node, the same values
+            return apply(cross_entropy, pred, target=classes.reshape(-1), reduction="none")
+        if sparse:
             n = pred.shape[self._axis]
             if classes.size and (classes.min() < 0 or classes.max() >= n):
                 raise IndexError(
                     f"SoftmaxCrossEntropyLoss: label holds class {int(classes.max())} but pred "
                     f"has {n} classes along axis {self._axis} (valid: 0..{n - 1})"
                 )
-        fast = (sparse and not self._from_logits and pred.ndim == 2 and self._axis in (-1, 1)
-                and self._batch_axis == 0 and sample_weight is None and self._weight is None)
-        if fast:  # the fused primitive: one node, the same values
-            return apply(cross_entropy, pred, target=classes.reshape(-1), reduction="none")
 
         def compute(pred, label, sample_weight):
             logp = pred if self._from_logits else functional.log_softmax(pred, self._axis)

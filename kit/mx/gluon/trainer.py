@@ -95,9 +95,9 @@ class Trainer:
     def _update(self):
         updater = self._updater
         for i, param in enumerate(self._params):
-            if param.grad_req == "null":
+            if param._grad_req == "null":
                 continue
-            weight = param.data()
+            weight = param._var if param._var is not None else param.data()
             updater(i, weight.grad, weight)
 
     def save_states(self, fname):

@@ -121,8 +121,10 @@ class Dense(HybridBlock):
         self.weight.shape = (self._units, in_units)
 
     def hybrid_forward(self, F, x, weight, bias=None):  # noqa: N803
-        out = apply(_dense, x, weight, bias, flatten=self._flatten)
-        return self.act(out) if self.act is not None else out
+        # NOTE: the activation runs in the same call (one NDArray round trip per layer); it is
+        # still the child block `act`, as in MXNet.
+        act = _ACTIVATIONS[self.act._act_type] if self.act is not None else None
+        return apply(_dense, x, weight, bias, flatten=self._flatten, act=act)
 
     def __repr__(self):
         in_units = self.weight.shape[1] or None
@@ -130,14 +132,16 @@ class Dense(HybridBlock):
         return f"Dense({in_units} -> {self._units}, {act})"
 
 
-def _dense(x, weight, bias, flatten):
+def _dense(x, weight, bias, flatten, act):
     if flatten and x.ndim != 2:
         x = x.reshape((x.shape[0], -1))
     if x.ndim == 2:
-        return functional.linear(x, weight, bias)
-    lead = x.shape[:-1]
-    out = functional.linear(x.reshape((-1, x.shape[-1])), weight, bias)
-    return out.reshape(lead + (weight.shape[0],))
+        out = functional.linear(x, weight, bias)
+    else:
+        lead = x.shape[:-1]
+        out = functional.linear(x.reshape((-1, x.shape[-1])), weight, bias)
+        out = out.reshape(lead + (weight.shape[0],))
+    return out if act is None else act(out)
 
 
 class Flatten(HybridBlock):
