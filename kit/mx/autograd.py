@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kit import autograd as kit_autograd
 from kit import backend
+from kit._tensor import Tensor
 from kit.engine import AccumulateGrad
 from kit.mx.base import MODE, MXNetError, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
@@ -141,6 +142,18 @@ def _consume(heads):
         h._t = h._t.detach()
 
 
+def _owned(g, buffer, claimed):
+    """Whether the gradient `g` is a fresh array that nothing else holds: not a view, not a
+    head gradient, not given to another variable, and laid out as the buffer."""
+    data = g.data
+    if id(data) in claimed:
+        return False
+    claimed.add(id(data))
+    return (g.grad_fn is None and getattr(data, "base", None) is None
+            and type(data) is type(buffer) and data.dtype == buffer.dtype
+            and data.shape == buffer.shape)
+
+
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # noqa: A002
     """Compute the gradients of `heads` and store them in the variables' grad buffers.
 
@@ -152,15 +165,27 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
     array([3., 3.], dtype=float32)
     """
     heads, outputs, grads = _heads(heads, head_grads, "backward")
-    variables = [v for v in _graph_variables(outputs) if variable_slot(v) is not None]
+    slots = {}
+    for v in _graph_variables(outputs):
+        slot = variable_slot(v)
+        if slot is not None:
+            slots[v] = slot
+    variables = list(slots)
     with scope(training=train_mode):
         found = kit_autograd.grad(outputs, variables, grads, retain_graph=retain_graph,
                                   allow_unused=True) if variables else ()
+    claimed = {id(g.data if isinstance(g, Tensor) else g) for g in grads}
     for v, g in zip(variables, found, strict=True):
-        slot = variable_slot(v)
+        slot = slots[v]
         buffer = slot.grad._t.data
         if slot.req == "write":
-            buffer[...] = 0 if g is None else g.data
+            if g is not None and _owned(g, buffer, claimed):
+                # NOTE: the buffer NDArray takes the fresh gradient's storage instead of a copy
+                # of it (a memory pass per step in a training loop); `x.grad` stays the same
+                # NDArray, so references to it see the new values, as in MXNet.
+                slot.grad._t = g
+            else:
+                buffer[...] = 0 if g is None else g.data
         elif slot.req == "add" and g is not None:
             buffer += g.data
     if not retain_graph:
