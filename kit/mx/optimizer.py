@@ -94,7 +94,8 @@ class Optimizer:
     def _update_count(self, index):
         count = self._index_update_count.get(index, self.begin_num_update) + 1
         self._index_update_count[index] = count
-        self.num_update = max(count, self.num_update)
+        if count > self.num_update:
+            self.num_update = count
         return count
 
     def _mult(self, index, attr, table):
@@ -150,7 +151,7 @@ class SGD(Optimizer):
         self._update_count(index)
         maths.mxnet_sgd_update(
             weight.tensor, grad.tensor, state, self._get_lr(index), self.momentum,
-            self._get_wd(index), self.rescale_grad, self.clip_gradient,
+            self._get_wd(index) if self.wd else 0.0, self.rescale_grad, self.clip_gradient,
         )
 
 

@@ -277,15 +277,21 @@ class HybridBlock(Block):
         super().hybridize(active, **kwargs)
 
     def forward(self, x, *args):
-        params = {name: p._var for name, p in self._reg_params.items()}
-        if any(v is None for v in params.values()):  # not initialised, or waiting for a shape
-            try:
-                params = {name: p.data() for name, p in self._reg_params.items()}
-            except DeferredInitializationError:
-                self.infer_shape(x, *args)
-                for p in self._reg_params.values():
-                    p._finish_deferred_init()
-                params = {name: p.data() for name, p in self._reg_params.items()}
+        params = {}
+        for name, p in self._reg_params.items():
+            if p._var is None:  # not initialised, or waiting for its shape
+                return self._first_forward(x, *args)
+            params[name] = p._var
+        return self.hybrid_forward(nd, x, *args, **params)
+
+    def _first_forward(self, x, *args):
+        try:
+            params = {name: p.data() for name, p in self._reg_params.items()}
+        except DeferredInitializationError:
+            self.infer_shape(x, *args)
+            for p in self._reg_params.values():
+                p._finish_deferred_init()
+            params = {name: p.data() for name, p in self._reg_params.items()}
         return self.hybrid_forward(nd, x, *args, **params)
 
     def infer_shape(self, *args):
