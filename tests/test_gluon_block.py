@@ -423,8 +423,24 @@ def test_load_parameters_reads_prefix_stripped_full_names(tmp_path):
     np.testing.assert_array_equal(twin.weight.data().asnumpy(), single.weight.data().asnumpy())
 
 
+def test_symbolic_apis_exist_and_name_what_to_use_instead():
+    with pytest.raises(NotImplementedError, match="HybridBlock"):
+        mx.sym.FullyConnected(data=None, num_hidden=2)
+    with pytest.raises(NotImplementedError, match="HybridBlock"):
+        mx.symbol.Variable("x")
+    with pytest.raises(NotImplementedError, match="gluon.Trainer"):
+        mx.mod.Module(None)
+    with pytest.raises(NotImplementedError, match="no symbolic API"):
+        gluon.Parameter("w").var()
+    with pytest.raises(NotImplementedError, match="sparse"):
+        gluon.Parameter("w", stype="row_sparse")
+    with pytest.raises(NotImplementedError, match="row_sparse"):
+        nn.Embedding(3, 2, sparse_grad=True)
+
+
 @pytest.mark.parametrize("module", [
-    "kit.mx.gluon", "kit.mx.gluon.block", "kit.mx.gluon.parameter", "kit.mx.gluon.parameter_dict",
+    "kit.mx.symbol", "kit.mx.module", "kit.mx.gluon", "kit.mx.gluon.block",
+    "kit.mx.gluon.parameter", "kit.mx.gluon.parameter_dict",
     "kit.mx.gluon.nn", "kit.mx.gluon.nn.basic_layers", "kit.mx.gluon.nn.conv_layers",
     "kit.mx.gluon.loss", "kit.mx.gluon.trainer", "kit.mx.gluon.data", "kit.mx.init",
     "kit.mx.optimizer", "kit.optim.maths",

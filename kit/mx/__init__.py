@@ -17,14 +17,17 @@ array([2., 4., 6.], dtype=float32)
 # NOTE: operator first: registering the base op at import needs kit.mx._custom_function,
 # which needs it.
 from kit.mx import operator  # isort: skip
-from kit.mx import autograd, base, context, gluon, init, nd, optimizer
+from kit.mx import autograd, base, context, gluon, init, module, nd, optimizer, symbol
 from kit.mx.base import MXNetError
 from kit.mx.context import Context, cpu, current_context, gpu
 from kit.mx.ndarray import NDArray
 
-initializer = init  # MXNet's two names for one module
+initializer = init  # MXNet's two names for each of these modules
+sym = symbol  # out of scope: its names raise NotImplementedError with what to use instead
+mod = module
 
 __all__ = [
     "Context", "MXNetError", "NDArray", "autograd", "base", "context", "cpu", "current_context",
-    "gluon", "gpu", "init", "initializer", "nd", "operator", "optimizer",
+    "gluon", "gpu", "init", "initializer", "mod", "module", "nd", "operator", "optimizer", "sym",
+    "symbol",
 ]
