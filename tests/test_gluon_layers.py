@@ -56,6 +56,18 @@ def test_activation_values(act, ref):
                                atol=1e-6)
 
 
+def test_lambda_blocks_wrap_functions_and_nd_names():
+    x = nd.array([[-1.0, 2.0]])
+    np.testing.assert_array_equal(nn.Lambda(lambda v: v * 2)(x).asnumpy(), [[-2, 4]])
+    np.testing.assert_array_equal(nn.Lambda("relu")(x).asnumpy(), [[0, 2]])
+    hybrid = nn.HybridLambda(lambda F, v: F.relu(v) + 1)  # noqa: N803
+    np.testing.assert_array_equal(hybrid(x).asnumpy(), [[1, 3]])
+    np.testing.assert_allclose(nn.HybridLambda("tanh")(x).asnumpy(), np.tanh([[-1, 2]]), rtol=1e-6)
+    assert repr(nn.Lambda("relu")) == "Lambda(relu)"
+    with pytest.raises(ValueError, match="no function 'nope'"):
+        nn.Lambda("nope")
+
+
 def test_unknown_activation_lists_mxnet_names():
     with pytest.raises(ValueError, match="softrelu"):
         nn.Activation("swishy")

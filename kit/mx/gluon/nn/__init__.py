@@ -16,12 +16,15 @@ from kit.mx.gluon.nn.basic_layers import (
     Dropout,
     Embedding,
     Flatten,
+    HybridLambda,
     HybridSequential,
+    Lambda,
     Sequential,
 )
 from kit.mx.gluon.nn.conv_layers import AvgPool2D, Conv2D, GlobalAvgPool2D, MaxPool2D
 
 __all__ = [
     "Activation", "AvgPool2D", "BatchNorm", "Block", "Conv2D", "Dense", "Dropout", "Embedding",
-    "Flatten", "GlobalAvgPool2D", "HybridBlock", "HybridSequential", "MaxPool2D", "Sequential",
+    "Flatten", "GlobalAvgPool2D", "HybridBlock", "HybridLambda", "HybridSequential", "Lambda",
+    "MaxPool2D", "Sequential",
 ]

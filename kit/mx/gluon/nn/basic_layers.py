@@ -24,8 +24,8 @@ from kit.nn import functional
 from kit.ops import movement
 
 __all__ = [
-    "Activation", "BatchNorm", "Dense", "Dropout", "Embedding", "Flatten", "HybridSequential",
-    "Sequential", "apply",
+    "Activation", "BatchNorm", "Dense", "Dropout", "Embedding", "Flatten", "HybridLambda",
+    "HybridSequential", "Lambda", "Sequential", "apply",
 ]
 
 
@@ -142,6 +142,54 @@ def _dense(x, weight, bias, flatten, act):
         out = functional.linear(x.reshape((-1, x.shape[-1])), weight, bias)
         out = out.reshape(lead + (weight.shape[0],))
     return out if act is None else act(out)
+
+
+class Lambda(Block):
+    """A Block around a function of NDArrays, or the name of an mx.nd function:
+    `nn.Lambda(lambda x: x * 2)`, `nn.Lambda('tanh')`."""
+
+    def __init__(self, function, prefix=None):
+        super().__init__(prefix=prefix)
+        self._func = _function(function, "Lambda")
+
+    def forward(self, *args):
+        return self._func(*args)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({getattr(self._func, '__name__', 'function')})"
+
+
+class HybridLambda(HybridBlock):
+    """A HybridBlock around `function(F, x, ...)`, or the name of an mx.nd function."""
+
+    def __init__(self, function, prefix=None):
+        super().__init__(prefix=prefix)
+        if isinstance(function, str):
+            named = _function(function, "HybridLambda")
+            self._func = lambda F, *args: named(*args)  # noqa: N803
+            self._func.__name__ = function
+        else:
+            self._func = _function(function, "HybridLambda")
+
+    def hybrid_forward(self, F, x, *args):  # noqa: N803
+        return self._func(F, x, *args)
+
+    __repr__ = Lambda.__repr__
+
+
+def _function(function, layer):
+    if isinstance(function, str):
+        from kit.mx import nd
+
+        if not hasattr(nd, function):
+            raise ValueError(f"{layer}: mx.nd has no function {function!r}")
+        return getattr(nd, function)
+    if not callable(function):
+        raise ValueError(
+            f"{layer}: expected a function or the name of an mx.nd function, got "
+            f"{type(function).__name__}"
+        )
+    return function
 
 
 class Flatten(HybridBlock):
