@@ -248,6 +248,28 @@ def test_gradient_accumulation_with_grad_req_add():
     assert parts.weight.grad().asnumpy().sum() == 0
 
 
+def test_clip_global_norm_and_split_and_load():
+    grads = [nd.array([[3.0, 0.0]]), nd.array([4.0])]
+    total = gluon.utils.clip_global_norm(grads, 2.5)
+    assert total == pytest.approx(5.0)
+    np.testing.assert_allclose(grads[0].asnumpy(), [[1.5, 0.0]], rtol=1e-6)
+    np.testing.assert_allclose(grads[1].asnumpy(), [2.0], rtol=1e-6)
+    small = [nd.array([0.1])]
+    assert gluon.utils.clip_global_norm(small, 1.0) == pytest.approx(0.1)
+    np.testing.assert_allclose(small[0].asnumpy(), [0.1], rtol=1e-6)
+    with pytest.warns(UserWarning, match="nan or inf"):
+        gluon.utils.clip_global_norm([nd.array([np.inf])], 1.0)
+    batch = nd.array(np.arange(12).reshape(6, 2))
+    (whole,) = gluon.utils.split_and_load(batch, [mx.cpu()])
+    np.testing.assert_array_equal(whole.asnumpy(), batch.asnumpy())
+    parts = gluon.utils.split_and_load(batch, [mx.cpu(0), mx.cpu(1), mx.cpu(2)])
+    assert [p.shape for p in parts] == [(2, 2)] * 3
+    with pytest.raises(ValueError, match="evenly split"):
+        gluon.utils.split_and_load(batch, [mx.cpu(0)] * 4)
+    uneven = gluon.utils.split_and_load(batch, [mx.cpu(0)] * 4, even_split=False)
+    assert sum(p.shape[0] for p in uneven) == 6
+
+
 # --- training loops, d2l style --------------------------------------------------------------------
 def test_linear_regression_concise_as_d2l():
     true_w, true_b = np.array([2.0, -3.4]), 4.2

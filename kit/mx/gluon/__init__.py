@@ -15,7 +15,7 @@ kit/optim/maths.py, DataLoader is kit.data's. Training reads as in MXNet:
 array([0.1], dtype=float32)
 """
 
-from kit.mx.gluon import data, loss, nn
+from kit.mx.gluon import data, loss, nn, utils
 from kit.mx.gluon.block import Block, HybridBlock
 from kit.mx.gluon.parameter import Constant, DeferredInitializationError, Parameter
 from kit.mx.gluon.parameter_dict import ParameterDict
@@ -23,5 +23,5 @@ from kit.mx.gluon.trainer import Trainer
 
 __all__ = [
     "Block", "Constant", "DeferredInitializationError", "HybridBlock", "Parameter",
-    "ParameterDict", "Trainer", "data", "loss", "nn",
+    "ParameterDict", "Trainer", "data", "loss", "nn", "utils",
 ]
