@@ -43,7 +43,8 @@ def gluon_step_fn(x, y, params):
             loss = loss_fn(net(xs), ys)
         loss.backward()
         trainer.step(batch)
-        return loss, views  # per-sample losses: their mean is the bare step's loss
+        # the mean of the per-sample losses is the bare step's loss (read without a copy)
+        return float(loss.tensor.detach().numpy().mean()), views
 
     return step
 
