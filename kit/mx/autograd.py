@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from kit import autograd as kit_autograd
 from kit import backend
-from kit._tensor import Tensor
 from kit.engine import AccumulateGrad
 from kit.mx.base import MODE, MXNetError, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
+from kit.ops import data_of
 
 __all__ = [
     "backward", "grad", "is_recording", "is_training", "mark_variables", "pause",
@@ -145,7 +145,7 @@ def _consume(heads):
 def _owned(g, buffer, claimed):
     """Whether the gradient `g` is a fresh array that nothing else holds: not a view, not a
     head gradient, not given to another variable, and laid out as the buffer."""
-    data = g.data
+    data = data_of(g)
     if id(data) in claimed:
         return False
     claimed.add(id(data))
@@ -165,18 +165,17 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
     array([3., 3.], dtype=float32)
     """
     heads, outputs, grads = _heads(heads, head_grads, "backward")
-    slots = {}
+    variables, slots = [], []
     for v in _graph_variables(outputs):
         slot = variable_slot(v)
         if slot is not None:
-            slots[v] = slot
-    variables = list(slots)
+            variables.append(v)
+            slots.append(slot)
     with scope(training=train_mode):
         found = kit_autograd.grad(outputs, variables, grads, retain_graph=retain_graph,
                                   allow_unused=True) if variables else ()
-    claimed = {id(g.data if isinstance(g, Tensor) else g) for g in grads}
-    for v, g in zip(variables, found, strict=True):
-        slot = slots[v]
+    claimed = {id(data_of(g)) for g in grads}
+    for slot, g in zip(slots, found, strict=True):
         buffer = slot.grad._t.data
         if slot.req == "write":
             if g is not None and _owned(g, buffer, claimed):
