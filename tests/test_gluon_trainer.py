@@ -367,3 +367,37 @@ def test_custom_op_inside_a_block_trains_like_the_builtin_activation():
     assert len(custom) == len(reference) == 4
     for a, b in zip(custom, reference, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_cnn_with_batchnorm_and_dropout_trains_saves_and_predicts_the_same(tmp_path):
+    def build():
+        net = nn.HybridSequential()
+        net.add(nn.Conv2D(4, kernel_size=3, padding=1), nn.BatchNorm(), nn.Activation("relu"),
+                nn.MaxPool2D(), nn.Flatten(), nn.Dropout(0.3), nn.Dense(2))
+        return net
+
+    images = RNG.standard_normal((24, 1, 6, 6))
+    labels = (images.mean(axis=(1, 2, 3)) > 0).astype(np.float32)
+    loader = gluon.data.DataLoader(gluon.data.ArrayDataset(nd.array(images), nd.array(labels)),
+                                   batch_size=8, shuffle=True, last_batch="discard")
+    net = build()
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    for _ in range(3):
+        for X, y in loader:  # noqa: N806
+            with autograd.record():
+                loss = loss_fn(net(X), y)
+            loss.backward()
+            trainer.step(X.shape[0])
+    bn = net[1]
+    assert not np.allclose(bn.running_mean.data().asnumpy(), 0)
+    path = str(tmp_path / "cnn.params")
+    net.save_parameters(path)
+    with np.load(path) as archive:  # running statistics are saved with the weights
+        assert {"1.running_mean", "1.running_var", "1.gamma", "1.beta"} <= set(archive.files)
+    clone = build()
+    clone.load_parameters(path)
+    x = nd.array(images[:5])
+    np.testing.assert_allclose(clone(x).asnumpy(), net(x).asnumpy(), rtol=1e-6)
