@@ -211,6 +211,32 @@ def test_parameter_access_as_d2l_does_it():
     assert repr(dense.weight) == f"Parameter {full_name} (shape=(8, 4), dtype=float32)"
 
 
+def test_writing_parameter_data_in_place_as_d2l_does():
+    net = nn.Dense(2, in_units=2)
+    net.initialize(mx.init.One())
+    net.weight.data()[:] += 1
+    net.weight.data()[0, 0] = 42
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), [[42, 2], [2, 2]])
+    net.weight.set_data(net.weight.data() + 1)
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), [[43, 3], [3, 3]])
+
+
+def test_one_layer_used_twice_shares_parameters_and_sums_their_gradients():
+    shared = nn.Dense(2, in_units=2, use_bias=False)
+    net = nn.Sequential()
+    net.add(shared, nn.Activation("relu"), shared)
+    net.initialize(mx.init.One())
+    assert len(net.collect_params()) == 1
+    x = nd.array([[1.0, 2.0]])
+    with autograd.record():
+        y = net(x).sum()
+    y.backward()
+    # y = sum(W relu(W x)), W = ones: the outer use gives 1 h^T (h = W x), the inner W^T 1 x^T
+    h = np.ones((2, 2)) @ np.array([1.0, 2.0])
+    expected = np.outer(np.ones(2), h) + np.outer(np.ones((2, 2)).T @ np.ones(2), [1.0, 2.0])
+    np.testing.assert_allclose(shared.weight.grad().asnumpy(), expected)
+
+
 def test_deferred_initialisation_waits_for_the_first_batch():
     net = mlp()
     net.initialize()
