@@ -389,6 +389,7 @@ def test_symbolic_apis_exist_and_name_what_to_use_instead():
     "kit.mx.symbol", "kit.mx.module", "kit.mx.gluon", "kit.mx.gluon.block",
     "kit.mx.gluon.parameter", "kit.mx.gluon.parameter_dict",
     "kit.mx.gluon.nn", "kit.mx.gluon.nn.basic_layers", "kit.mx.gluon.nn.conv_layers",
+    "kit.mx.gluon.nn.activations",
     "kit.mx.gluon.loss", "kit.mx.gluon.trainer", "kit.mx.gluon.data", "kit.mx.gluon.utils",
     "kit.mx.init",
     "kit.mx.optimizer", "kit.optim.maths",

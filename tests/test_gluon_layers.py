@@ -68,6 +68,43 @@ def test_lambda_blocks_wrap_functions_and_nd_names():
         nn.Lambda("nope")
 
 
+def test_parametrised_activations_against_numpy():
+    x = RNG.standard_normal((3, 4)).astype(np.float32) * 2
+    from math import erf
+
+    checks = [
+        (nn.LeakyReLU(0.1), np.where(x > 0, x, 0.1 * x)),
+        (nn.ELU(0.5), np.where(x > 0, x, 0.5 * (np.exp(x) - 1))),
+        (nn.SELU(), 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * (np.exp(x) - 1))),
+        (nn.Swish(2.0), x / (1 + np.exp(-2 * x))),
+        (nn.GELU(), x * 0.5 * (1 + np.vectorize(erf)(x / np.sqrt(2)))),
+    ]
+    for block, ref in checks:
+        np.testing.assert_allclose(block(nd.array(x)).asnumpy(), ref, rtol=1e-5, atol=1e-6)
+    prelu = nn.PReLU(in_channels=4)
+    prelu.initialize()
+    out, grads = grads_of(prelu, nd.array(x))
+    np.testing.assert_allclose(out, np.where(x > 0, x, 0.25 * x), rtol=1e-6)
+    np.testing.assert_allclose(grads[prelu.alpha.name], np.where(x > 0, 0, x).sum(0), rtol=1e-5)
+    assert repr(nn.LeakyReLU(0.1)) == "LeakyReLU(0.1)"
+
+
+def test_layer_norm_over_last_and_other_axes():
+    x = RNG.standard_normal((2, 3, 5)).astype(np.float32)
+    ln = nn.LayerNorm()
+    ln.initialize()
+    out, grads = grads_of(ln, nd.array(x))
+    ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+    assert ln.gamma.shape == (5,)
+    np.testing.assert_allclose(grads[ln.beta.name], np.full(5, 6.0))
+    along1 = nn.LayerNorm(axis=1)
+    along1.initialize()
+    ref1 = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(along1(nd.array(x)).asnumpy(), ref1, rtol=1e-4, atol=1e-5)
+    assert repr(along1) == "LayerNorm(axis=1, eps=1e-05, in_channels=3)"
+
+
 def test_unknown_activation_lists_mxnet_names():
     with pytest.raises(ValueError, match="softrelu"):
         nn.Activation("swishy")
@@ -184,6 +221,14 @@ def test_l2_loss_has_mxnet_half_factor_and_per_sample_mean():
                                rtol=1e-5)
     flat_label = gluon.loss.L2Loss()(nd.array(pred[:, :1]), nd.array(label[:, 0])).asnumpy()
     np.testing.assert_allclose(flat_label, 0.5 * (pred[:, 0] - label[:, 0]) ** 2, rtol=1e-5)
+
+
+def test_huber_loss():
+    pred, label = np.array([[2.0, 0.5, -3.0]]), np.zeros((1, 3))
+    d = np.abs(pred)
+    ref = np.where(d > 1, d - 0.5, 0.5 * d * d).mean(1)
+    np.testing.assert_allclose(gluon.loss.HuberLoss()(nd.array(pred), nd.array(label)).asnumpy(),
+                               ref, rtol=1e-6)
 
 
 def test_l1_loss():

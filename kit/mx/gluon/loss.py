@@ -14,10 +14,10 @@ import numpy as np
 from kit.mx.gluon.block import HybridBlock
 from kit.mx.gluon.nn.basic_layers import apply
 from kit.nn import functional
-from kit.ops import cross_entropy
+from kit.ops import cross_entropy, where
 
 __all__ = [
-    "L1Loss", "L2Loss", "Loss", "SigmoidBCELoss", "SigmoidBinaryCrossEntropyLoss",
+    "HuberLoss", "L1Loss", "L2Loss", "Loss", "SigmoidBCELoss", "SigmoidBinaryCrossEntropyLoss",
     "SoftmaxCELoss", "SoftmaxCrossEntropyLoss",
 ]
 
@@ -157,6 +157,23 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
             return _batch_mean(_weighting(loss, self._weight, sample_weight), self._batch_axis)
 
         return apply(compute, pred, label, sample_weight, pos_weight)
+
+
+class HuberLoss(Loss):
+    """Quadratic within `rho` of the label, linear beyond: 0.5/rho * d^2 or |d| - rho/2."""
+
+    def __init__(self, rho=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._rho = rho
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):  # noqa: N803
+        def compute(pred, label, sample_weight):
+            diff = abs(_like(label, pred, "HuberLoss") - pred)
+            loss = where(diff > self._rho, diff - 0.5 * self._rho,
+                         (0.5 / self._rho) * diff * diff)
+            return _batch_mean(_weighting(loss, self._weight, sample_weight), self._batch_axis)
+
+        return apply(compute, pred, label, sample_weight)
 
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss

@@ -9,6 +9,7 @@
 """
 
 from kit.mx.gluon.block import Block, HybridBlock
+from kit.mx.gluon.nn.activations import ELU, GELU, SELU, LeakyReLU, PReLU, Swish
 from kit.mx.gluon.nn.basic_layers import (
     Activation,
     BatchNorm,
@@ -19,12 +20,14 @@ from kit.mx.gluon.nn.basic_layers import (
     HybridLambda,
     HybridSequential,
     Lambda,
+    LayerNorm,
     Sequential,
 )
 from kit.mx.gluon.nn.conv_layers import AvgPool2D, Conv2D, GlobalAvgPool2D, MaxPool2D
 
 __all__ = [
-    "Activation", "AvgPool2D", "BatchNorm", "Block", "Conv2D", "Dense", "Dropout", "Embedding",
-    "Flatten", "GlobalAvgPool2D", "HybridBlock", "HybridLambda", "HybridSequential", "Lambda",
-    "MaxPool2D", "Sequential",
+    "Activation", "AvgPool2D", "BatchNorm", "Block", "Conv2D", "Dense", "Dropout", "ELU",
+    "Embedding", "Flatten", "GELU", "GlobalAvgPool2D", "HybridBlock", "HybridLambda",
+    "HybridSequential", "Lambda", "LayerNorm", "LeakyReLU", "MaxPool2D", "PReLU", "SELU",
+    "Sequential", "Swish",
 ]

@@ -25,7 +25,7 @@ from kit.ops import movement
 
 __all__ = [
     "Activation", "BatchNorm", "Dense", "Dropout", "Embedding", "Flatten", "HybridLambda",
-    "HybridSequential", "Lambda", "Sequential", "apply",
+    "HybridSequential", "Lambda", "LayerNorm", "Sequential", "apply",
 ]
 
 
@@ -292,6 +292,41 @@ def _batch_norm(x, gamma, beta, running_mean, running_var, axis, training, momen
     else:
         out = functional.batch_norm(x, running_mean, running_var, gamma, beta, False, 0.0, eps)
     return movement.movedim(out, 1, axis) if axis != 1 else out
+
+
+class LayerNorm(HybridBlock):
+    """Normalise over `axis` (the last by default) of each sample, then scale by gamma and shift
+    by beta (shape (in_channels,), 0 waits for the first input)."""
+
+    def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        self._axis = axis
+        self._epsilon = epsilon
+        with self.name_scope():
+            get = self.params.get
+            self.gamma = get("gamma", grad_req="write" if scale else "null",
+                             shape=(in_channels,), init=gamma_initializer,
+                             allow_deferred_init=True)
+            self.beta = get("beta", grad_req="write" if center else "null",
+                            shape=(in_channels,), init=beta_initializer, allow_deferred_init=True)
+
+    def infer_shape(self, x, *args):
+        for p in (self.gamma, self.beta):
+            p.shape = (x.shape[self._axis],)
+
+    def hybrid_forward(self, F, x, gamma, beta):  # noqa: N803
+        def compute(x, gamma, beta):
+            last = self._axis % x.ndim == x.ndim - 1
+            t = x if last else movement.movedim(x, self._axis, -1)
+            out = functional.layer_norm(t, t.shape[-1], gamma, beta, self._epsilon)
+            return out if last else movement.movedim(out, -1, self._axis)
+
+        return apply(compute, x, gamma, beta)
+
+    def __repr__(self):
+        channels = self.gamma.shape[0] or None
+        return f"LayerNorm(axis={self._axis}, eps={self._epsilon}, in_channels={channels})"
 
 
 class Embedding(HybridBlock):
