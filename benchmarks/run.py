@@ -30,7 +30,7 @@ if "--threads" in sys.argv[:-1]:
 
 import numpy as np  # noqa: E402
 
-from benchmarks import chains, large, mlp, mlp_modules  # noqa: E402
+from benchmarks import chains, large, mlp, mlp_gluon, mlp_modules  # noqa: E402
 from benchmarks.harness import Case, as_json, import_torch, measure, table  # noqa: E402
 
 FULL = {"mlp_batch": 64, "tiny_n": 1000, "large_n": 4_000_000, "deep": (100_000, 1_000_000),
@@ -49,6 +49,9 @@ def cases(torch, cfg):
              limit=("numpy", 1.15)),
         Case(f"MLP step as nn.Linear + optim.SGD, batch {cfg['mlp_batch']}",
              mlp_modules.impls(torch, cfg["mlp_batch"]), target="<= 1.05x bare kit step",
+             limit=("bare", 1.05)),
+        Case(f"MLP step as gluon Dense + Trainer.step (SGD), batch {cfg['mlp_batch']}",
+             mlp_gluon.impls(cfg["mlp_batch"]), target="<= 1.05x bare kit step",
              limit=("bare", 1.05)),
         Case(f"tiny-op chain, {tiny_n} ops on 16 floats", chains.tiny_impls(torch, tiny_n),
              per=tiny_n, unit="op", target="<= 2.5x numpy", limit=("numpy", 2.5)),

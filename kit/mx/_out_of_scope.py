@@ -35,8 +35,9 @@ class OutOfScope:
 
 
 SYMBOLIC = (
-    "write the model imperatively with mx.nd operations inside mx.autograd.record() (symbolic "
-    "graphs are not built; kit records the imperative graph, which kit.viz can draw)"
+    "write the model imperatively with mx.nd operations inside mx.autograd.record(), or as a "
+    "gluon HybridBlock (hybrid_forward(self, F, x) with F = mx.nd; hybridize() is accepted); "
+    "symbolic graphs are not built, kit records the imperative graph, which kit.viz can draw"
 )
 SPARSE = (
     "use dense NDArrays: mx.nd.array(x) or x.tostype('default'); mx.nd.sparse's elementwise "
@@ -46,8 +47,8 @@ SPARSE = (
 sym = OutOfScope("mx.sym", SYMBOLIC)
 symbol = OutOfScope("mx.symbol", SYMBOLIC)
 mod = OutOfScope(
-    "mx.mod", "train with mx.autograd.record(), y.backward() and an update of each parameter "
-    "(or a gluon Trainer where kit.mx provides gluon)",
+    "mx.mod", "train with mx.autograd.record(), y.backward() and an update of each parameter, "
+    "or a gluon Block with gluon.Trainer (trainer.step(batch_size))",
 )
 io = OutOfScope(
     "mx.io", "iterate over mx.nd arrays yourself, e.g. for i in range(0, n, batch): x[i:i + batch]"

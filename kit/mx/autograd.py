@@ -15,6 +15,7 @@ from kit.engine import AccumulateGrad
 from kit.mx._autograd_function import Function
 from kit.mx.base import MXNetError, mxnet_errors, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
+from kit.ops._record import data_of
 
 __all__ = [
     "Function", "backward", "grad", "is_recording", "is_training", "mark_variables", "pause",
@@ -145,6 +146,18 @@ def _consume(heads):
         h._t = h._t.detach()
 
 
+def _owned(g, buffer, claimed):
+    """Whether the gradient `g` is a fresh array that nothing else holds: not a view, not a
+    head gradient, not given to another variable, and laid out as the buffer."""
+    data = data_of(g)
+    if id(data) in claimed:
+        return False
+    claimed.add(id(data))
+    return (g.grad_fn is None and getattr(data, "base", None) is None
+            and type(data) is type(buffer) and data.dtype == buffer.dtype
+            and data.shape == buffer.shape)
+
+
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # noqa: A002
     """Compute the gradients of `heads` and store them in the variables' grad buffers.
 
@@ -156,15 +169,26 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
     array([3., 3.], dtype=float32)
     """
     heads, outputs, grads = _heads(heads, head_grads, "backward")
-    variables = [v for v in _graph_variables(outputs) if variable_slot(v) is not None]
+    variables, slots = [], []
+    for v in _graph_variables(outputs):
+        slot = variable_slot(v)
+        if slot is not None:
+            variables.append(v)
+            slots.append(slot)
     with scope(training=train_mode), mxnet_errors():
         found = kit_autograd.grad(outputs, variables, grads, retain_graph=retain_graph,
                                   allow_unused=True) if variables else ()
-    for v, g in zip(variables, found, strict=True):
-        slot = variable_slot(v)
+    claimed = {id(data_of(g)) for g in grads}
+    for slot, g in zip(slots, found, strict=True):
         buffer = slot.grad._t._data
         if slot.req == "write":
-            buffer[...] = 0 if g is None else g._data
+            if g is not None and _owned(g, buffer, claimed):
+                # NOTE: the buffer NDArray takes the fresh gradient's storage instead of a copy
+                # of it (a memory pass per step in a training loop); `x.grad` stays the same
+                # NDArray, so references to it see the new values, as in MXNet.
+                slot.grad._t = g
+            else:
+                buffer[...] = 0 if g is None else g._data
         elif slot.req == "add" and g is not None:
             buffer += g._data
     if not retain_graph:

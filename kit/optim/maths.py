@@ -126,3 +126,72 @@ def rmsprop_update(param, grad, state, lr=1e-2, alpha=0.99, eps=1e-8, weight_dec
         param.add_(buf, alpha=-lr)
     else:
         param.add_(grad * -lr / avg)
+
+
+# --- MXNet 1.x's update rules (mxnet.optimizer, src/operator/optimizer_op-inl.h) --------------
+# Where MXNet's formula differs from PyTorch's it is spelt here, next to PyTorch's: the gradient is
+# first scaled by `rescale_grad` (gluon's Trainer sets 1/batch_size) and clipped, weight decay is
+# added to it (SGD: inside the momentum), and Adam folds both bias corrections into the step size
+# with epsilon added to the uncorrected sqrt(v).
+
+def _mxnet_grad(grad, rescale_grad, clip_gradient):
+    grad = grad * rescale_grad if rescale_grad != 1 else grad
+    if clip_gradient is not None and clip_gradient >= 0:
+        grad = grad.clamp(-clip_gradient, clip_gradient)
+    return grad
+
+
+def mxnet_sgd_update(weight, grad, state, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
+                     clip_gradient=None):
+    """MXNet's SGD: without momentum `w = w - lr * (rescale * g + wd * w)`; with it
+    `mom = momentum * mom - lr * (rescale * g + wd * w); w += mom` (state 'mom', zeros first).
+
+    >>> import kit
+    >>> w = kit.tensor([1.0]); state = {}
+    >>> mxnet_sgd_update(w, kit.tensor([4.0]), state, lr=0.5, momentum=0.9, rescale_grad=0.25)
+    >>> mxnet_sgd_update(w, kit.tensor([4.0]), state, lr=0.5, momentum=0.9, rescale_grad=0.25)
+    >>> w  # mom = -0.5, then 0.9 * -0.5 - 0.5 = -0.95
+    tensor([-0.4500])
+    """
+    with no_grad():
+        if clip_gradient is None and momentum == 0 and wd == 0:
+            # NOTE: the bare-tensor step's arithmetic (one temporary, in place): w -= g * lr'.
+            weight.sub_(grad * (lr * rescale_grad))
+            return
+        step = _mxnet_grad(grad, rescale_grad, clip_gradient)
+        if wd != 0:
+            step = step + weight * wd
+        if momentum == 0:
+            weight.sub_(step * lr)
+            return
+        mom = state.get("mom")
+        if mom is None:
+            mom = state["mom"] = zeros_like(weight)
+        mom.mul_(momentum).sub_(step * lr)
+        weight.add_(mom)
+
+
+def mxnet_adam_update(weight, grad, state, lr, t, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0.0,
+                      rescale_grad=1.0, clip_gradient=None):
+    """MXNet's Adam at update count `t` (1 on the first step): `g = rescale * g + wd * w`,
+    `mean = b1 mean + (1 - b1) g`, `var = b2 var + (1 - b2) g^2`, then
+    `w -= lr * sqrt(1 - b2^t) / (1 - b1^t) * mean / (sqrt(var) + epsilon)`. State 'mean', 'var'.
+
+    >>> import kit
+    >>> w = kit.tensor([1.0])
+    >>> mxnet_adam_update(w, kit.tensor([2.0]), {}, lr=0.1, t=1)
+    >>> round(w.item(), 6)  # the first step moves every weight by about lr
+    0.9
+    """
+    with no_grad():
+        g = _mxnet_grad(grad, rescale_grad, clip_gradient)
+        if wd != 0:
+            g = g + weight * wd
+        if "mean" not in state:
+            state["mean"] = zeros_like(weight)
+            state["var"] = zeros_like(weight)
+        mean, var = state["mean"], state["var"]
+        mean.mul_(beta1).add_(g * (1 - beta1))
+        var.mul_(beta2).add_(g * g * (1 - beta2))
+        step_size = lr * (1 - beta2**t) ** 0.5 / (1 - beta1**t)
+        weight.sub_(mean * step_size / (sqrt(var) + epsilon))
