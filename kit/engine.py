@@ -21,7 +21,7 @@ import numpy as np
 
 from kit import backend
 from kit._modes import enter, leave
-from kit.grad_mode import STATE, GradMode, no_grad
+from kit.grad_mode import STATE, GradMode
 
 FREED = object()  # Node.saved once released after a backward without retain_graph
 _FREED = FREED
@@ -408,8 +408,10 @@ def node_vjp(node, grads):
     it sends back along each entry of `next_functions` (an array, or None), broadcasting undone.
     First order; the graph is kept, no hook runs and no `.grad` changes.
     """
-    with no_grad():
-        in_grads = node.apply(list(grads), False)
+    # NOTE: no grad-mode block here: first-order rules work on arrays and record nothing, and a
+    # lesson calls this from a recursive pass that is meant to hit RecursionError, which could
+    # strike inside a mode's enter or exit and leave grad mode off for good.
+    in_grads = node.apply(list(grads), False)
     passed = []
     for index, edge in enumerate(node.next_functions):
         g = in_grads[index] if index < len(in_grads) else None

@@ -393,3 +393,27 @@ def test_a_leaf_keeps_one_accumulator_without_a_reference_cycle():
         assert probe() is None  # freed by reference counting alone: no cycle
     finally:
         gc.enable()
+
+
+def test_a_recursion_error_in_a_recursive_walk_leaves_grad_mode_on():
+    """Lesson 01 walks a deep graph recursively with node_vjp until RecursionError: grad mode
+    must be on afterwards (a mode entered inside node_vjp could be left half-undone)."""
+    import sys
+
+    from kit.engine import AccumulateGrad, node_vjp
+
+    x = kit.tensor(1.0, requires_grad=True)
+    y = x
+    for _ in range(sys.getrecursionlimit() + 100):
+        y = y * 1.0
+
+    def walk(node, g):
+        if type(node) is AccumulateGrad:
+            return
+        for edge, g_in in zip(node.next_functions, node_vjp(node, [g]), strict=True):
+            if edge[0] is not None:
+                walk(edge[0], g_in)
+
+    with pytest.raises(RecursionError):
+        walk(y.grad_fn, np.ones((), dtype=np.float32))
+    assert kit.is_grad_enabled()
