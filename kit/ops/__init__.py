@@ -14,6 +14,7 @@ from __future__ import annotations
 from kit.ops import (
     composite,
     elementwise,
+    extra,
     linalg,
     movement,
     reductions,
@@ -25,7 +26,7 @@ from kit.ops._registry import OPS
 globals().update({op.fn.__name__: op.fn for op in OPS.values() if op.public})
 concatenate = movement.cat  # NumPy's name for cat
 
-__all__ = ["composite", "concatenate", "elementwise", "linalg", "movement", "reductions", "sorting",
+__all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "reductions", "sorting",
            "view_ops"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 

@@ -1,0 +1,295 @@
+"""Issue 12's tensor functions (masked_fill, prod, all/any, norm, cumsum, var/std, topk, gather,
+scatter_add, einsum): composites over existing primitives, so they own no gradient code and batch
+under vmap and run on the GPU through those primitives."""
+
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+
+import numpy as np
+
+from kit import backend
+from kit._tensor import Tensor
+from kit.ops._record import data_of
+from kit.ops._registry import composite
+from kit.ops.elementwise import abs as abs_
+from kit.ops.elementwise import eq, ne, sqrt, where
+from kit.ops.linalg import matmul
+from kit.ops.movement import astype, getitem, index_put_add, movedim, permute, reshape, unsqueeze
+from kit.ops.reductions import max as max_
+from kit.ops.reductions import mean, normalize_axis
+from kit.ops.reductions import min as min_
+from kit.ops.reductions import sum as sum_
+from kit.ops.sorting import sort
+
+TopkResult = namedtuple("topk", ["values", "indices"])  # torch.return_types.topk
+
+
+def _count(x, axes):
+    return int(np.prod([x.shape[a] for a in axes])) if x.ndim else 1
+
+
+@composite("masked_fill", methods=("masked_fill",), inplace=("masked_fill_",),
+           torch="masked_fill")
+def masked_fill(x, mask, value):
+    """x with `value` where `mask` is True.
+
+    >>> import kit
+    >>> kit.tensor([1., 2.]).masked_fill(kit.tensor([True, False]), 0.)
+    tensor([0., 2.])
+    """
+    m = data_of(mask)
+    if m.dtype.kind != "b":
+        raise TypeError(f"kit.masked_fill: mask must be a bool tensor, got {m.dtype}. Fix: "
+                        f"pass mask.bool() (or a comparison such as x > 0)")
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError(f"kit.masked_fill: value must be a number or a 0-dim tensor, got "
+                           f"shape {tuple(value.shape)}. Fix: pass value.item()")
+    out = where(mask, value, x)
+    return out if out.dtype == x.dtype else astype(out, x.dtype)
+
+
+def _along(x, axis, i):
+    return getitem(x, (slice(None),) * axis + (i,))
+
+
+@composite("prod", methods=("prod",), torch="prod")
+def prod(x, dim=None, keepdim=False, *, dtype=None):
+    """The product along `dim` (all elements if None), a chain of multiplications so that the
+    gradient is right at zeros too: `kit.tensor([2., 3.]).prod()` is 6."""
+    if dtype is not None:
+        x = astype(x, dtype)
+    elif x.dtype.kind in "bi" or x.dtype.kind == "u":
+        x = astype(x, np.int64)  # integers and bools multiply in int64, as in PyTorch
+    if dim is None:
+        x, dim, keepdim = reshape(x, (-1,)), 0, False
+    if not isinstance(dim, int):
+        raise TypeError(f"kit.prod: dim must be one int (PyTorch's prod reduces one dim), got "
+                        f"{dim!r}. Fix: call prod once per dim")
+    axis = normalize_axis(dim, x.ndim, "prod")
+    if not axis:  # a 0-d tensor
+        return x * 1
+    axis = axis[0]
+    if x.shape[axis] == 0:
+        out = sum_(x, axis) + 1  # the empty product
+    else:
+        out = _along(x, axis, 0)
+        for i in range(1, x.shape[axis]):
+            out = out * _along(x, axis, i)
+    return unsqueeze(out, axis) if keepdim else out
+
+
+def _truth(x, dim, keepdim, op, test, found):
+    axes = normalize_axis(dim, x.ndim, op)
+    hits = sum_(astype(test(x, 0), np.int64), axes, keepdim)
+    return found(hits, 0)
+
+
+@composite("all", methods=("all",), torch="all")
+def all(x, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
+    """True where every element along `dim` is nonzero; a bool tensor, not differentiable."""
+    return _truth(x, dim, keepdim, "all", eq, eq)
+
+
+@composite("any", methods=("any",), torch="any")
+def any(x, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
+    """True where some element along `dim` is nonzero; a bool tensor, not differentiable."""
+    return _truth(x, dim, keepdim, "any", ne, ne)
+
+
+def _floating(x, op):
+    if x.dtype.kind not in "fc":
+        raise RuntimeError(f"kit.{op}: expected a floating point tensor, got {x.dtype} (as in "
+                           f"PyTorch). Fix: x.float().{op}(...)")
+
+
+def _vector_norm(x, p, dim, keepdim, op):
+    _floating(x, op)
+    axes = normalize_axis(dim, x.ndim, op)
+    if p == float("inf"):
+        return max_(abs_(x), axes, keepdim)
+    if p == -float("inf"):
+        return min_(abs_(x), axes, keepdim)
+    if p == 2:
+        # NOTE: at x = 0 the gradient of sqrt is inf (PyTorch's norm gives 0 there).
+        return sqrt(sum_(x * x, axes, keepdim))
+    if p == 1:
+        return sum_(abs_(x), axes, keepdim)
+    if p == 0:
+        return sum_(astype(ne(x, 0), x.dtype), axes, keepdim)
+    if not isinstance(p, (int, float)):
+        raise ValueError(f"kit.{op}: p must be a number or 'fro', got {p!r}")
+    return sum_(abs_(x) ** p, axes, keepdim) ** (1.0 / p)
+
+
+@composite("norm", methods=("norm",), torch="norm")
+def norm(x, p="fro", dim=None, keepdim=False):
+    """The p-norm over `dim` (all elements if None): p=2 ('fro'), 1, inf, -inf or any number.
+
+    >>> import kit
+    >>> kit.tensor([3., 4.]).norm()
+    tensor(5.)
+    """
+    if p == "fro" or p is None:
+        p = 2
+    elif isinstance(p, str):
+        raise NotImplementedError(f"kit.norm: p={p!r} is not implemented (kit has the vector "
+                                  f"norms and 'fro'). Fix: p=2, 1 or float('inf')")
+    return _vector_norm(x, p, dim, keepdim, "norm")
+
+
+@composite("cumsum", methods=("cumsum",), torch="cumsum")
+def cumsum(x, dim, *, dtype=None):
+    """Running sums along `dim`: a matmul with an upper triangle of ones (its gradient is the
+    reversed running sum, for free)."""
+    if dtype is not None:
+        x = astype(x, dtype)
+    elif x.dtype.kind in "biu":
+        x = astype(x, np.int64)
+    if x.ndim == 0:
+        normalize_axis(dim, 0, "cumsum")
+        return x * 1
+    axis = normalize_axis(dim, x.ndim, "cumsum")[0]
+    n = x.shape[axis]
+    xp = backend.get_array_module(data_of(x)) if isinstance(x, Tensor) else np
+    upper = xp.triu(xp.ones((n, n), dtype=x.dtype))
+    return movedim(matmul(movedim(x, axis, -1), Tensor(upper)), -1, axis)
+
+
+def _correction(unbiased, correction, op):
+    if unbiased is not None and correction is not None:
+        raise ValueError(f"kit.{op}: give unbiased= or correction=, not both")
+    if unbiased is not None:
+        return 1 if unbiased else 0
+    return 1 if correction is None else correction
+
+
+@composite("var", methods=("var",), torch="var")
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance over `dim`, divided by N - correction (PyTorch 2.x: correction=1 default;
+    unbiased=False is correction=0)."""
+    _floating(x, "var")
+    if unbiased is not None and not isinstance(unbiased, bool):
+        raise TypeError(f"kit.var: unbiased must be a bool, got {unbiased!r}. Fix: "
+                        f"correction=1 (or 0)")
+    c = _correction(unbiased, correction, "var")
+    axes = normalize_axis(dim, x.ndim, "var")
+    centred = x - mean(x, axes, True)
+    # NOTE: N <= correction divides by zero or less: inf/nan, as PyTorch (which also warns).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return sum_(centred * centred, axes, keepdim) / max(0, _count(x, axes) - c)
+
+
+@composite("std", methods=("std",), torch="std")
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """sqrt(var(x, ...)): the standard deviation, with var's correction."""
+    _floating(x, "std")
+    return sqrt(var(x, dim, unbiased, keepdim, correction=correction))
+
+
+@composite("topk", methods=("topk",), torch="topk")
+def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's keyword
+    """(values, indices) of the k largest (smallest if largest=False) along `dim`, sorted (also
+    when sorted=False: PyTorch leaves that order unspecified)."""
+    n = x.shape[normalize_axis(dim, x.ndim, "topk")[0]] if x.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError(f"kit.topk: k={k} is out of range for a dimension of size {n} "
+                           f"(expected 0 <= k <= {n})")
+    values, indices = sort(x, dim, largest)
+    if x.ndim == 0:
+        return TopkResult(values, indices)
+    axis = normalize_axis(dim, x.ndim, "topk")[0]
+    keep = (slice(None),) * axis + (slice(0, k),)
+    return TopkResult(getitem(values, keep), Tensor(data_of(indices)[keep]))
+
+
+def _grid(index, dim, op):
+    """The index tuple picking index[i][j][k] along `dim` (out[i][j][k] = x[i][index][k])."""
+    idx = data_of(index)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"kit.{op}: index must be an integer (int64) tensor, got {idx.dtype}. "
+                        f"Fix: index.long()")
+    xp = backend.get_array_module(idx)
+    grids = list(xp.ix_(*[xp.arange(n) for n in idx.shape])) if idx.ndim else []
+    grids[dim] = idx
+    return tuple(grids)
+
+
+def _check_index(x, dim, index, op):
+    idx = data_of(index)
+    dim = normalize_axis(dim, x.ndim, op)[0]
+    if idx.ndim != x.ndim:
+        raise RuntimeError(f"kit.{op}: index has {idx.ndim} dims but the tensor has {x.ndim}; "
+                           f"they must have the same number of dimensions")
+    for a, (i, s) in enumerate(zip(idx.shape, x.shape)):
+        if a != dim and i > s:
+            raise RuntimeError(f"kit.{op}: index size {i} exceeds the tensor's size {s} in "
+                               f"dimension {a}")
+    if idx.size and (int(idx.min()) < -x.shape[dim] or int(idx.max()) >= x.shape[dim]):
+        raise IndexError(f"kit.{op}: index holds {int(idx.max())}, out of range for dimension "
+                         f"{dim} of size {x.shape[dim]}")
+    return dim
+
+
+@composite("gather", methods=("gather",), torch="gather")
+def gather(x, dim, index):
+    """out[i][j] = x[i][index[i][j]] for dim=1 (PyTorch's gather); differentiable in x."""
+    dim = _check_index(x, dim, index, "gather")
+    return getitem(x, _grid(index, dim, "gather"))
+
+
+@composite("scatter_add", methods=("scatter_add",), torch="scatter_add")
+def scatter_add(x, dim, index, src):
+    """x with src[i][j] added at x[i][index[i][j]] for dim=1 (repeats accumulate)."""
+    dim = _check_index(x, dim, index, "scatter_add")
+    idx = data_of(index)
+    if idx.ndim != src.ndim or builtins.any(i > n for i, n in zip(idx.shape, src.shape)):
+        raise RuntimeError(f"kit.scatter_add: index shape {tuple(idx.shape)} exceeds src shape "
+                           f"{tuple(src.shape)}")
+    part = getitem(src, tuple(slice(0, n) for n in idx.shape))
+    return x + index_put_add(part, _grid(index, dim, "scatter_add"), tuple(x.shape))
+
+
+def _einsum_spec(equation, n):
+    equation = equation.replace(" ", "")
+    if "." in equation:
+        raise NotImplementedError(f"kit.einsum: ellipsis ('...') in {equation!r} is not "
+                                  f"implemented. Fix: name every dimension with a letter")
+    inputs, _, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != n:
+        raise ValueError(f"kit.einsum: {equation!r} names {len(terms)} operands but {n} were "
+                         f"given")
+    for term in terms:
+        if len(set(term)) != len(term):
+            raise NotImplementedError(f"kit.einsum: a repeated index within one operand "
+                                      f"({term!r} in {equation!r}: a diagonal or trace) is not "
+                                      f"implemented. Fix: use x.diagonal() first")
+    if "->" not in equation:  # implicit: the letters seen once, in alphabetical order
+        letters = "".join(terms)
+        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    return terms, output
+
+
+@composite("einsum", torch="einsum")
+def einsum(equation, *operands):
+    """Einstein summation, e.g. einsum('ij,jk->ik', a, b): each operand is laid out over all the
+    letters (size 1 where it has none), the operands are multiplied, and the letters not in the
+    output are summed. Ellipsis and repeated letters in one operand raise NotImplementedError."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    terms, output = _einsum_spec(equation, len(operands))
+    letters = list(dict.fromkeys(output + "".join(terms)))
+    product = None
+    for term, x in zip(terms, operands):
+        if len(term) != x.ndim:
+            raise ValueError(f"kit.einsum: operand {term!r} has {x.ndim} dims, the equation "
+                             f"names {len(term)}")
+        order = sorted(range(len(term)), key=lambda a: letters.index(term[a]))
+        laid = permute(x, *order) if order else x
+        shape = [x.shape[term.index(c)] if c in term else 1 for c in letters]
+        laid = reshape(laid, tuple(shape))
+        product = laid if product is None else product * laid
+    summed = tuple(range(len(output), len(letters)))
+    return sum_(product, summed) if summed else product
