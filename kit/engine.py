@@ -159,13 +159,15 @@ def backward_name(op):
 
 
 _NODE_CLASSES = {}
+# Where PyTorch's node name is not kit's op name + "Backward0" (dtype and device copies).
+_PYTORCH_NAMES = {"astype": "ToCopyBackward0", "to": "ToCopyBackward0"}
 
 
 def node_class(op, display=None):
     """The Node subclass for `op`, named as PyTorch names it (`MulBackward0`), made once."""
     cls = _NODE_CLASSES.get(op)
     if cls is None:
-        title = display or backward_name(op)
+        title = display or _PYTORCH_NAMES.get(op) or backward_name(op)
         cls = _NODE_CLASSES[op] = type(title, (Node,), {
             "__slots__": (), "name": lambda self, _title=title: _title,
             "__doc__": f"The backward of {op}.",
