@@ -19,6 +19,7 @@ from kit.distributed.collectives import (
     broadcast_,
     broadcast_optimizer_state,
     broadcast_parameters,
+    grouped_allreduce_,
 )
 from kit.distributed.fusion import GradientReducer
 from kit.distributed.optimizer import DistributedOptimizer
@@ -40,7 +41,8 @@ from kit.distributed.runtime import (
 __all__ = [
     "Average", "DistributedError", "DistributedOptimizer", "GradientReducer", "RankFailedError",
     "ReduceOp", "Sum", "allgather", "allreduce", "allreduce_", "available", "broadcast",
-    "broadcast_", "broadcast_optimizer_state", "broadcast_parameters", "comm", "init",
+    "broadcast_", "broadcast_optimizer_state", "broadcast_parameters", "comm",
+    "grouped_allreduce_", "init",
     "is_initialized", "local_rank", "local_size", "rank", "settings", "size",
     "unavailable_reason",
 ]

@@ -101,6 +101,28 @@ def allreduce_(tensor, op=Average, name=None):
     return write_back(tensor, reduce_array(array, op, what, out=np.empty_like(array)))
 
 
+def grouped_allreduce_(tensors, op=Average, name=None):
+    """Allreduce several tensors in place, fused: one buffer (and one MPI call) per dtype."""
+    what = f"grouped_allreduce_ of {name or f'{len(tensors)} tensors'}"
+    fused(tensors, what, lambda flat, dtype: reduce_array(flat, op, what))
+    return tensors
+
+
+def fused(tensors, what, collective):
+    """Run `collective(flat, dtype)` in place on one contiguous buffer per dtype (in one order
+    on every rank), then copy the results back into the tensors."""
+    by_dtype = {}
+    for t in tensors:
+        by_dtype.setdefault(np.dtype(t.dtype), []).append(t)
+    for dtype, group in sorted(by_dtype.items(), key=lambda item: item[0].str):
+        flat = np.concatenate([host_array(t, what).reshape(-1) for t in group]).astype(dtype)
+        collective(flat, dtype)
+        start = 0
+        for t in group:
+            write_back(t, flat[start:start + t.numel()])
+            start += t.numel()
+
+
 def allgather(tensor, name=None):
     """Every rank's tensor, concatenated along dimension 0 (the first dimensions may differ).
 
@@ -199,16 +221,8 @@ def broadcast_parameters(params, root_rank=0):
         return
     meta = [(name, tuple(t.shape), str(t.dtype)) for name, t in entries]
     _check_same(runtime.allgather_object(meta, what), root_rank)
-    by_dtype = {}
-    for _, t in entries:
-        by_dtype.setdefault(np.dtype(t.dtype), []).append(t)
-    for dtype, tensors in sorted(by_dtype.items(), key=lambda item: item[0].str):
-        flat = np.concatenate([host_array(t, what).reshape(-1) for t in tensors]).astype(dtype)
-        _broadcast_array(flat, root_rank, f"{what} ({dtype} parameters)")
-        start = 0
-        for t in tensors:
-            write_back(t, flat[start:start + t.numel()])
-            start += t.numel()
+    fused([t for _, t in entries], what, lambda flat, dtype: _broadcast_array(
+        flat, root_rank, f"{what} ({dtype} parameters)"))
 
 
 def _check_same(metas, root_rank):

@@ -24,15 +24,18 @@ import time
 import numpy as np
 
 _FAIL_TAG = 77
-_REASON = None
+MPI = None  # mpi4py.MPI, imported by init(): importing it starts MPI, which a notebook need not
+
 try:
-    from mpi4py import MPI
+    import mpi4py
 except ImportError as error:  # the `dist` extra is optional
-    MPI = None
+    mpi4py = None
     _REASON = (
         f"mpi4py is not installed ({error}). Fix: pip install -e \".[dist]\" (mpi4py and the "
         f"mpich wheel, which brings mpiexec)"
     )
+else:
+    _REASON = None
 
 
 class DistributedError(RuntimeError):
@@ -90,7 +93,7 @@ _state = _State()
 
 def available():
     """True when mpi4py (and so an MPI library) can be imported."""
-    return MPI is not None
+    return mpi4py is not None
 
 
 def unavailable_reason():
@@ -101,10 +104,12 @@ def unavailable_reason():
 def init(comm=None):
     """Start kit.distributed (idempotent): `comm` defaults to MPI.COMM_WORLD. In a job of more
     than one process it installs the failure handler (see the module docstring)."""
-    if MPI is None:
+    global MPI
+    if mpi4py is None:
         raise DistributedError(f"kit.distributed.init: {_REASON}")
     if _state.comm is not None:
         return
+    from mpi4py import MPI
     world = MPI.COMM_WORLD if comm is None else comm
     _state.comm = world.Dup()
     _state.control = world.Dup()
