@@ -231,10 +231,10 @@ def _install_failure_handler():
 
     def excepthook(kind, error, tb):
         if isinstance(error, RankFailedError):
-            print(f"kit.distributed: rank {_state.rank}: {error}", file=sys.stderr, flush=True)
+            _say(f"kit.distributed: rank {_state.rank}: {error}")
         else:
-            print(f"kit.distributed: rank {_state.rank} of {_state.size} failed; the others are "
-                  f"told and the job is aborted:", file=sys.stderr, flush=True)
+            _say(f"kit.distributed: rank {_state.rank} of {_state.size} failed; the others are "
+                 f"told and the job is aborted:")
             previous(kind, error, tb)
             sys.stderr.flush()
             _notify(f"{kind.__name__}: {error}")
@@ -242,6 +242,12 @@ def _install_failure_handler():
         _state.comm.Abort(1)
 
     sys.excepthook = excepthook
+
+
+def _say(text):
+    # NOTE: one write: the ranks share mpiexec's pipe, and print's separate writes interleave.
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 def _notify(message):

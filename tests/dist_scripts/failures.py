@@ -7,6 +7,7 @@ usage: failures.py MODE FAILING_RANK
   stall     FAILING_RANK sleeps in its third step past the (short) collective timeout
   mismatch  FAILING_RANK builds a layer of another shape; broadcast_parameters must raise on every
             rank, naming the parameter (each rank prints its error and exits 0)
+  count     FAILING_RANK builds one layer more; the same, naming the extra parameters
 """
 
 import os
@@ -20,20 +21,29 @@ import kit.distributed as dist
 import kit.horovod.torch as hvd
 import kit.torch as torch
 
+
+def say(line):
+    """One write per line: the ranks share one pipe, and print's two writes interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 mode, failing = sys.argv[1], int(sys.argv[2])
 hvd.init()
 dist.settings.timeout = 5.0
 rank = hvd.rank()
-print(f"rank {rank} pid {os.getpid()}", flush=True)
+say(f"rank {rank} pid {os.getpid()}")
 
 hidden = 5 if (mode == "mismatch" and rank == failing) else 4
 model = torch.nn.Sequential(torch.nn.Linear(3, hidden), torch.nn.Tanh(),
                             torch.nn.Linear(hidden, 1)).double()
-if mode == "mismatch":
+if mode == "count" and rank == failing:
+    model.append(torch.nn.Linear(1, 1).double())
+if mode in ("mismatch", "count"):
     try:
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     except ValueError as error:
-        print(f"rank {rank} caught: {error}", flush=True)
+        say(f"rank {rank} caught: {error}")
     sys.exit(0)
 
 opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
@@ -52,4 +62,4 @@ for step in range(100):
     opt.zero_grad()
     model(x).pow(2).mean().backward()
     opt.step()
-print(f"rank {rank} finished", flush=True)
+say(f"rank {rank} finished")
