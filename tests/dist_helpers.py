@@ -13,6 +13,8 @@ from kit.distributed import runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = Path(__file__).resolve().parent / "dist_scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.append(str(SCRIPTS))  # the in-process tests use mini_mxnet, as the scripts do
 # The mpich wheel installs mpiexec next to the interpreter; a system MPI puts it on PATH.
 MPIEXEC = next((str(p) for p in (Path(sys.executable).parent / "mpiexec",) if p.exists()),
                shutil.which("mpiexec"))
