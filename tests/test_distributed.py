@@ -4,7 +4,7 @@ collectives agree on every rank. Scripts are in tests/dist_scripts; `mpiexec` st
 
 import numpy as np
 import pytest
-from dist_helpers import mpirun, needs_mpi
+from dist_helpers import ROOT, mpirun, needs_mpi
 
 pytestmark = [pytest.mark.dist, needs_mpi]
 
@@ -65,3 +65,11 @@ def test_mxnet_tutorial_snippet(tmp_path):
     )
     out = mpirun(2, script).stdout
     assert out.count("w 0.995") == 2  # the mean gradient (0 + 1) / 2, times lr 0.01
+
+
+def test_demo_trains_the_spirals_classifier():
+    out = mpirun(2, ROOT / "kit" / "distributed" / "demo.py", "--epochs", 12).stdout
+    losses = [float(line.split()[3]) for line in out.splitlines() if line.startswith("epoch")]
+    assert len(losses) == 12, out  # printed by rank 0 only
+    assert losses[-1] < 0.75 * losses[0], out
+    assert "2 process(es), batch 64 per rank (128 in all)" in out
