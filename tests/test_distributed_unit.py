@@ -201,3 +201,13 @@ def test_settings_read_the_environment():
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
                          capture_output=True, text=True, check=True).stdout
     assert out.split() == ["7.0", "1024", "0.5"]
+
+
+def test_allreduce_in_place_writes_the_tensor_and_records_the_change():
+    w = kit.tensor([1.0, 2.0], requires_grad=True)
+    y = (w * w).sum()  # saves w for backward
+    assert dist.allreduce_(w, op=dist.Sum) is w
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+    view = kit.tensor(np.arange(6.0).reshape(2, 3)).t()  # not contiguous: reduced via a copy
+    assert dist.allreduce_(view).numpy().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from kit._creation import from_numpy, tensor
-from kit._tensor import Tensor
+from kit._tensor import Tensor, bump_version
 from kit.distributed import runtime
 from kit.grad_mode import no_grad
 
@@ -95,10 +95,21 @@ def allreduce(tensor, op=Average, name=None):
 
 
 def allreduce_(tensor, op=Average, name=None):
-    """Allreduce in place: `tensor` holds the result (and is returned)."""
+    """Allreduce in place: `tensor` holds the result (and is returned). A contiguous CPU tensor
+    is reduced in its own memory, as raw MPI would, with no copy."""
     what = f"allreduce_ of {name or 'a tensor'}"
-    array = host_array(tensor, what)
-    return write_back(tensor, reduce_array(array, op, what, out=np.empty_like(array)))
+    if not isinstance(tensor, Tensor) or tensor.device != "cpu":
+        host_array(tensor, what)  # raises the error that says what to pass
+    with no_grad():
+        storage = tensor.detach().numpy()
+    if not (storage.flags.c_contiguous and storage.flags.writeable):
+        return write_back(tensor, reduce_array(host_array(tensor, what), op, what,
+                                               out=np.empty_like(storage)))
+    reduce_array(storage, op, what)
+    # NOTE: MPI wrote the storage behind the engine's back: record it as an in-place change,
+    # as Function's mark_dirty does, so that a graph that saved this tensor refuses to use it.
+    bump_version(tensor)
+    return tensor
 
 
 def grouped_allreduce_(tensors, op=Average, name=None):

@@ -172,7 +172,11 @@ def wait(requests, what):
     start = time.monotonic()
     deadline = start + settings.timeout
     next_check = next_liveness = start
+    polls = 0
     while not MPI.Request.Testall(requests):
+        polls += 1
+        if polls < 100:
+            continue  # spin a little first, as MPI_Wait does: a short collective ends here
         now = time.monotonic()
         if now >= next_check:
             check_failures()
@@ -188,8 +192,9 @@ def wait(requests, what):
                     f"ranks' output; if a step is legitimately this slow, raise "
                     f"kit.distributed.settings.timeout (KIT_DIST_TIMEOUT)"
                 )
-        if now - start > 0.01:
-            time.sleep(0)  # yield the core: on an oversubscribed machine the others need it
+        # NOTE: then yield the core at each poll, as MPICH's wait does after a while: with more
+        # processes than cores, the rank we wait for may need this one's core to get there.
+        os.sched_yield()
 
 
 def check_failures():
