@@ -173,6 +173,9 @@ def test_horovod_mxnet_optimizer_wrapper():
     w, g = mx.nd.array([1.0, 2.0]), mx.nd.array([2.0, 2.0])
     opt.update_multi_precision(0, w, g, opt.create_state(0, w))
     assert w.asnumpy().tolist() == [0.5, 1.5]
+    grads = [mx.nd.array([1.0]), mx.nd.array([2.0, 3.0])]  # MXNet 2's aggregated update
+    opt._do_allreduce([0, 1], grads)
+    assert [g.asnumpy().tolist() for g in grads] == [[1.0], [2.0, 3.0]]
     trainer_class = type("T", (DistributedTrainerMixin, Trainer), {})
     with pytest.warns(UserWarning, match="We have unwrapped it for you"):
         trainer = trainer_class([Parameter("w", np.ones(2))], opt)
@@ -211,3 +214,18 @@ def test_allreduce_in_place_writes_the_tensor_and_records_the_change():
         y.backward()
     view = kit.tensor(np.arange(6.0).reshape(2, 3)).t()  # not contiguous: reduced via a copy
     assert dist.allreduce_(view).numpy().tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+
+
+def test_reduction_starts_during_backward():
+    """With one buffer per tensor, the last layer's buffers are already started when backward
+    reaches the first layer (whose gradients come last)."""
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    reducer = dist.GradientReducer(list(model.named_parameters()), fusion_threshold_bytes=0)
+    started_before_first_layer = []
+    model[0].weight.register_hook(lambda g: started_before_first_layer.append(
+        reducer.next_launch))
+    model(torch.ones(5, 3)).sum().backward()
+    assert started_before_first_layer[0] >= 2  # 2.weight and 2.bias were on their way
+    assert reducer.next_launch == 4  # every buffer started before synchronize()
+    reducer.synchronize()
+    assert reducer.next_launch == 0
