@@ -73,3 +73,16 @@ def test_demo_trains_the_spirals_classifier():
     assert len(losses) == 12, out  # printed by rank 0 only
     assert losses[-1] < 0.75 * losses[0], out
     assert "2 process(es), batch 64 per rank (128 in all)" in out
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_gluon_distributed_trainer_matches_one_process(tmp_path, n):
+    import kit.mx as mx
+
+    if not hasattr(mx, "gluon"):
+        pytest.skip("kit.mx.gluon is not in this kit yet (DistributedTrainer subclasses its "
+                    "Trainer; the mixin is tested on a gluon-style Trainer above)")
+    batch, steps = 3, 6
+    mpirun(0, "train_gluon.py", tmp_path / "ref.npz", n * batch, steps)
+    mpirun(n, "train_gluon.py", tmp_path / "dist.npz", batch, steps)
+    _same_weights(tmp_path / "ref.npz", tmp_path / "dist.npz")
