@@ -229,3 +229,11 @@ def test_reduction_starts_during_backward():
     assert reducer.next_launch == 4  # every buffer started before synchronize()
     reducer.synchronize()
     assert reducer.next_launch == 0
+
+
+def test_reduction_under_create_graph():
+    w = kit.tensor([1.0, 2.0], dtype=kit.float64, requires_grad=True)
+    reducer = dist.GradientReducer([("w", w)])
+    (w * w * w).sum().backward(create_graph=True)  # w.grad = 3 w^2, itself differentiable
+    reducer.synchronize()
+    assert w.grad.detach().numpy().tolist() == [3.0, 12.0]

@@ -101,13 +101,13 @@ class GradientReducer:
                 return None
             # NOTE: the hook runs before backward adds g into .grad, so the gradient to reduce
             # is what .grad will hold: any earlier accumulation plus g.
-            grad = g.numpy().reshape(-1)
+            grad = g.detach().numpy().reshape(-1)  # detached: create_graph=True passes a graph
             have = slot.param.grad
             view = bucket.send[slot.offset:slot.offset + slot.numel]
             if have is None:
                 view[...] = grad
             else:
-                np.add(have.numpy().reshape(-1), grad, out=view)
+                np.add(have.detach().numpy().reshape(-1), grad, out=view)
             bucket.send[slot.flag] = 1
             slot.filled = True
             bucket.ready += 1
@@ -175,6 +175,12 @@ def _plan(named_params, threshold):
     for name, param in reversed(named_params):
         if not param.requires_grad:
             continue
+        if param.device != "cpu":
+            raise NotImplementedError(
+                f"DistributedOptimizer: parameter {name!r} is on {param.device}; kit.distributed "
+                f"reduces CPU gradients over MPI (no NCCL path yet). Fix: train on the CPU, "
+                f"model.to('cpu')"
+            )
         param_dtype = np.dtype(param.dtype)
         nbytes = param.numel() * param_dtype.itemsize
         if members and (param_dtype != dtype or used + nbytes > threshold):
