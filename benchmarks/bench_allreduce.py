@@ -164,7 +164,7 @@ def main():
     script += ["--quick"] if args.quick else ["--rounds", str(args.rounds)]
     for n in [int(p) for p in args.procs.split(",")]:
         command = script if n == 1 else [str(mpiexec), "-n", str(n), *script]
-        subprocess.run(command, env=env, check=True, timeout=1800)
+        subprocess.run(command, env=env, check=True, timeout=1800, stdin=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

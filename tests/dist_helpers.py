@@ -32,8 +32,10 @@ def mpirun(n, script, *args, timeout=120, env=None, check=True):
         command = [MPIEXEC, "-n", str(n), *command]
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(SCRIPTS)]),
                    **(env or {})}
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            timeout=timeout, env=environment, cwd=ROOT)
+    # NOTE: stdin from /dev/null: CI runs with no standard input, and mpiexec forwards it
+    result = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                            env=environment, cwd=ROOT)
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(command)} exited {result.returncode}:\n{result.stdout}")
     return result

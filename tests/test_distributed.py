@@ -93,10 +93,11 @@ def test_gluon_distributed_trainer_matches_one_process(tmp_path, n):
 
 def test_allreduce_benchmark_runs():
     """benchmarks/bench_allreduce.py stays runnable (timings are never asserted)."""
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_allreduce.py"), "--quick", "--procs",
-         "2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
-        cwd=ROOT, check=False)
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_allreduce.py"), "--quick",
+               "--procs", "2"]
+    result = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, timeout=300, cwd=ROOT,
+                            check=False)
     assert result.returncode == 0, result.stdout
     assert "## 2 process(es)" in result.stdout and "| 1024 KB |" in result.stdout
     assert "MLP step:" in result.stdout
