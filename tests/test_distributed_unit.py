@@ -156,6 +156,7 @@ def test_horovod_torch_spelling():
     hvd.init()
     assert (hvd.rank(), hvd.size()) == (0, 1) and hvd.Average is dist.Average
     assert hvd.allreduce(kit.tensor([2.0]), op=hvd.Sum).item() == 2.0
+    assert hvd.broadcast_object({"a": 1}) == {"a": 1} and hvd.allgather_object(5) == [5]
 
 
 def test_horovod_mxnet_optimizer_wrapper():

@@ -13,10 +13,12 @@ from kit.distributed.collectives import (
     ReduceOp,
     Sum,
     allgather,
+    allgather_object,
     allreduce,
     allreduce_,
     broadcast,
     broadcast_,
+    broadcast_object,
     broadcast_optimizer_state,
     broadcast_parameters,
     grouped_allreduce_,
@@ -40,9 +42,8 @@ from kit.distributed.runtime import (
 
 __all__ = [
     "Average", "DistributedError", "DistributedOptimizer", "GradientReducer", "RankFailedError",
-    "ReduceOp", "Sum", "allgather", "allreduce", "allreduce_", "available", "broadcast",
-    "broadcast_", "broadcast_optimizer_state", "broadcast_parameters", "comm",
-    "grouped_allreduce_", "init",
-    "is_initialized", "local_rank", "local_size", "rank", "settings", "size",
-    "unavailable_reason",
+    "ReduceOp", "Sum", "allgather", "allgather_object", "allreduce", "allreduce_", "available",
+    "broadcast", "broadcast_", "broadcast_object", "broadcast_optimizer_state",
+    "broadcast_parameters", "comm", "grouped_allreduce_", "init", "is_initialized", "local_rank",
+    "local_size", "rank", "settings", "size", "unavailable_reason",
 ]

@@ -260,6 +260,24 @@ def _check_same(metas, root_rank):
                 )
 
 
+def broadcast_object(obj, root_rank=0, name=None):
+    """`root_rank`'s Python object (pickled) on every rank, e.g. an epoch to resume from."""
+    what = f"broadcast_object of {name or 'an object'}"
+    runtime._require("broadcast_object")
+    _check_root(root_rank, what)
+    if runtime._state.size == 1:
+        return obj
+    return runtime.broadcast_object(obj, root_rank, what)
+
+
+def allgather_object(obj, name=None):
+    """Every rank's Python object (pickled), as a list indexed by rank."""
+    runtime._require("allgather_object")
+    if runtime._state.size == 1:
+        return [obj]
+    return runtime.allgather_object(obj, f"allgather_object of {name or 'an object'}")
+
+
 def broadcast_optimizer_state(optimizer, root_rank=0):
     """Give every rank `root_rank`'s optimizer state and hyperparameters
     (hvd.broadcast_optimizer_state), through state_dict / load_state_dict."""

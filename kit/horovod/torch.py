@@ -15,10 +15,12 @@ from kit.distributed import (
     DistributedOptimizer,
     Sum,
     allgather,
+    allgather_object,
     allreduce,
     allreduce_,
     broadcast,
     broadcast_,
+    broadcast_object,
     broadcast_optimizer_state,
     broadcast_parameters,
     init,
@@ -30,7 +32,7 @@ from kit.distributed import (
 )
 
 __all__ = [
-    "Average", "DistributedOptimizer", "Sum", "allgather", "allreduce", "allreduce_",
-    "broadcast", "broadcast_", "broadcast_optimizer_state", "broadcast_parameters", "init",
-    "is_initialized", "local_rank", "local_size", "rank", "size",
+    "Average", "DistributedOptimizer", "Sum", "allgather", "allgather_object", "allreduce",
+    "allreduce_", "broadcast", "broadcast_", "broadcast_object", "broadcast_optimizer_state",
+    "broadcast_parameters", "init", "is_initialized", "local_rank", "local_size", "rank", "size",
 ]

@@ -59,6 +59,12 @@ assert opt.param_groups[0]["lr"] == 0.1
 buffer = opt.state[model.weight]["momentum_buffer"].numpy()
 np.testing.assert_allclose(buffer, np.full((1, 2), 3.0))  # rank 0's gradient: 3 rows of ones
 
+# Python objects
+import kit.horovod.torch as hvd  # noqa: E402
+
+assert hvd.broadcast_object({"epoch": rank + 3}, root_rank=1) == {"epoch": 4}
+assert hvd.allgather_object(("rank", rank)) == [("rank", r) for r in range(size)]
+
 # the MXNet spelling
 a = mx.nd.array([1.0 + rank, 2.0])
 np.testing.assert_allclose(hvd_mx.allreduce(a, average=False).asnumpy(),
