@@ -30,7 +30,8 @@ def mpirun(n, script, *args, timeout=120, env=None, check=True):
     command = [sys.executable, str(SCRIPTS / script), *map(str, args)]
     if n:
         command = [MPIEXEC, "-n", str(n), *command]
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(SCRIPTS)]),
+    paths = [str(ROOT), str(SCRIPTS), str(SCRIPTS.parent)]  # the last for tests/fake_cupy.py
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(paths),
                    **(env or {})}
     # NOTE: stdin from /dev/null: CI runs with no standard input, and mpiexec forwards it
     result = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -34,6 +34,14 @@ def test_torch_style_matches_one_process(tmp_path, n, optimizer, fusion, passes)
     _same_weights(tmp_path / "ref.npz", tmp_path / "dist.npz")
 
 
+def test_gpu_tensors_train_alike(tmp_path):
+    """Device "gpu" (tests/fake_cupy.py: the GPU code paths, computed by NumPy) on 2 ranks, its
+    gradients staged through host memory, reaches the CPU reference's weights."""
+    mpirun(0, "train_torch.py", tmp_path / "ref.npz", 8, 4, "sgd", 600)
+    mpirun(2, "train_torch.py", tmp_path / "dist.npz", 4, 4, "sgd", 600, 1, "fake-gpu")
+    _same_weights(tmp_path / "ref.npz", tmp_path / "dist.npz")
+
+
 @pytest.mark.parametrize("n", [2, 4])
 @pytest.mark.parametrize("mode", ["optimizer", "trainer"])
 def test_mxnet_style_matches_one_process(tmp_path, n, mode):

@@ -238,3 +238,23 @@ def test_reduction_under_create_graph():
     (w * w * w).sum().backward(create_graph=True)  # w.grad = 3 w^2, itself differentiable
     reducer.synchronize()
     assert w.grad.detach().numpy().tolist() == [3.0, 12.0]
+
+
+def test_gpu_tensors_are_staged_through_host_memory():
+    """On the fake CuPy (tests/fake_cupy.py): results stay on the tensor's device."""
+    import fake_cupy
+
+    with fake_cupy.installed():
+        x = kit.tensor([1.0, 2.0], device="gpu")
+        assert dist.allreduce(x).device == "gpu" and dist.broadcast(x, 0).device == "gpu"
+        assert dist.allgather(x).device == "gpu"
+        assert dist.allreduce_(x, op=dist.Sum) is x and x.device == "gpu"
+        model = torch.nn.Linear(3, 2).to("gpu")
+        opt = dist.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.5),
+                                        named_parameters=model.named_parameters())
+        dist.broadcast_parameters(model.state_dict())
+        model(torch.ones(4, 3, device="gpu")).sum().backward()
+        expected = model.bias.detach().to("cpu").numpy() - 0.5 * 4
+        opt.step()
+        assert model.bias.grad.device == "gpu"
+        np.testing.assert_allclose(model.bias.detach().to("cpu").numpy(), expected)

@@ -2,8 +2,9 @@
 parameters and an optimizer's state that start data-parallel training from one set of weights.
 
 Each is one MPI collective on a contiguous NumPy buffer, started non-blocking and finished by
-`runtime.wait` (a timeout, and failure notices from other ranks). Results are new tensors; the
-trailing-underscore forms write into the tensor given, with `copy_` under no_grad.
+`runtime.wait` (a timeout, and failure notices from other ranks). Results are new tensors on the
+input's device; the trailing-underscore forms write into the tensor given. GPU tensors travel
+through host memory (no NCCL path yet: it needs a GPU per rank to test).
 
 >>> import kit, kit.distributed as dist
 >>> dist.init()
@@ -36,22 +37,27 @@ Sum = ReduceOp("Sum")
 
 
 def host_array(value, what):
-    """The contiguous NumPy array behind a kit Tensor (no copy when it already is one)."""
+    """The contiguous NumPy array behind a kit Tensor (no copy when it already is one on the
+    CPU; a GPU tensor is copied to host memory, which MPI reads)."""
     if not isinstance(value, Tensor):
         raise TypeError(f"{what}: expected a kit Tensor, got {type(value).__name__}")
-    if value.device != "cpu":
-        raise NotImplementedError(
-            f"{what}: the tensor is on {value.device}; kit.distributed reduces CPU tensors over "
-            f"MPI. Fix: move it with .cpu() first"
-        )
     with no_grad():
+        if value.device != "cpu":
+            # NOTE: staged through host memory; NCCL (cupy.cuda.nccl) would keep it on the GPU.
+            value = value.detach().to("cpu")
         return np.ascontiguousarray(value.detach().numpy())
+
+
+def as_tensor_like(array, like):
+    """`array` as a new tensor on the device of `like`."""
+    result = from_numpy(array)
+    return result if like.device == "cpu" else result.to(like.device)
 
 
 def write_back(target, array):
     """Copy `array` into the tensor `target` in place (the autograd-safe write)."""
     with no_grad():
-        target.copy_(from_numpy(array.reshape(target.shape)))
+        target.copy_(as_tensor_like(array.reshape(target.shape), target))
     return target
 
 
@@ -91,7 +97,7 @@ def allreduce(tensor, op=Average, name=None):
     """
     what = f"allreduce of {name or 'a tensor'}"
     array = host_array(tensor, what)
-    return from_numpy(reduce_array(array, op, what, out=np.empty_like(array)))
+    return as_tensor_like(reduce_array(array, op, what, out=np.empty_like(array)), tensor)
 
 
 def allreduce_(tensor, op=Average, name=None):
@@ -99,7 +105,8 @@ def allreduce_(tensor, op=Average, name=None):
     is reduced in its own memory, as raw MPI would, with no copy."""
     what = f"allreduce_ of {name or 'a tensor'}"
     if not isinstance(tensor, Tensor) or tensor.device != "cpu":
-        host_array(tensor, what)  # raises the error that says what to pass
+        array = host_array(tensor, what)  # a TypeError for a non-tensor; a GPU tensor's copy
+        return write_back(tensor, reduce_array(array, op, what))
     with no_grad():
         storage = tensor.detach().numpy()
     if not (storage.flags.c_contiguous and storage.flags.writeable):
@@ -157,14 +164,14 @@ def allgather(tensor, name=None):
     counts = np.array([int(np.prod(shape)) for shape, _ in metas], dtype=np.int64)
     out = np.empty((sum(shape[0] for shape, _ in metas), *array.shape[1:]), array.dtype)
     runtime.wait([runtime._state.comm.Iallgatherv(array, [out, counts])], what)
-    return from_numpy(out)
+    return as_tensor_like(out, tensor)
 
 
 def broadcast(tensor, root_rank, name=None):
     """A new tensor holding `root_rank`'s value of `tensor`, on every rank."""
     what = f"broadcast of {name or 'a tensor'}"
     array = host_array(tensor, what).copy()
-    return from_numpy(_broadcast_array(array, root_rank, what))
+    return as_tensor_like(_broadcast_array(array, root_rank, what), tensor)
 
 
 def broadcast_(tensor, root_rank, name=None):

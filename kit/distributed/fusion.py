@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kit._creation import from_numpy
 from kit.distributed import runtime
-from kit.distributed.collectives import Average, Sum, write_back
+from kit.distributed.collectives import Average, Sum, as_tensor_like, host_array, write_back
 
 
 class _Slot:
@@ -101,13 +100,13 @@ class GradientReducer:
                 return None
             # NOTE: the hook runs before backward adds g into .grad, so the gradient to reduce
             # is what .grad will hold: any earlier accumulation plus g.
-            grad = g.detach().numpy().reshape(-1)  # detached: create_graph=True passes a graph
+            grad = host_array(g, "gradient allreduce").reshape(-1)
             have = slot.param.grad
             view = bucket.send[slot.offset:slot.offset + slot.numel]
             if have is None:
                 view[...] = grad
             else:
-                np.add(have.detach().numpy().reshape(-1), grad, out=view)
+                np.add(host_array(have, "gradient allreduce").reshape(-1), grad, out=view)
             bucket.send[slot.flag] = 1
             slot.filled = True
             bucket.ready += 1
@@ -163,7 +162,7 @@ class GradientReducer:
 def _store(slot, values):
     param = slot.param
     if param.grad is None:
-        param.grad = from_numpy(values.reshape(param.shape).copy())
+        param.grad = as_tensor_like(values.reshape(param.shape).copy(), param)
     else:
         write_back(param.grad, values)
 
@@ -175,12 +174,6 @@ def _plan(named_params, threshold):
     for name, param in reversed(named_params):
         if not param.requires_grad:
             continue
-        if param.device != "cpu":
-            raise NotImplementedError(
-                f"DistributedOptimizer: parameter {name!r} is on {param.device}; kit.distributed "
-                f"reduces CPU gradients over MPI (no NCCL path yet). Fix: train on the CPU, "
-                f"model.to('cpu')"
-            )
         param_dtype = np.dtype(param.dtype)
         nbytes = param.numel() * param_dtype.itemsize
         if members and (param_dtype != dtype or used + nbytes > threshold):

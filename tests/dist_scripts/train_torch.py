@@ -1,8 +1,10 @@
 """Data-parallel training in the kit.torch style, run under mpiexec by tests/test_distributed.py.
 
-usage: train_torch.py OUT.npz BATCH_PER_RANK STEPS OPTIMIZER FUSION_BYTES [BACKWARD_PASSES]
+usage: train_torch.py OUT.npz BATCH_PER_RANK STEPS OPTIMIZER FUSION_BYTES [BACKWARD_PASSES
+       [DEVICE]]
 Every rank trains on its shard of the same global batches; rank 0 saves the weights. Run as one
-process with BATCH_PER_RANK = N * B, it is the single-process reference.
+process with BATCH_PER_RANK = N * B, it is the single-process reference. DEVICE "fake-gpu" trains
+on device "gpu" of tests/fake_cupy.py (the GPU code paths, computed by NumPy).
 """
 
 import sys
@@ -15,6 +17,13 @@ import kit.torch as torch
 out, opt_name = sys.argv[1], sys.argv[4]
 batch, steps, fusion = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
 passes = int(sys.argv[6]) if len(sys.argv) > 6 else 1
+device = "cpu"
+if len(sys.argv) > 7 and sys.argv[7] == "fake-gpu":
+    import fake_cupy
+
+    fake = fake_cupy.installed()  # held: a dropped context manager would undo it
+    fake.__enter__()  # for the whole run
+    device = "gpu"
 hvd.init()
 rank, size = hvd.rank(), hvd.size()
 
@@ -22,7 +31,7 @@ torch.manual_seed(1234 + rank)  # every rank starts elsewhere: broadcast_paramet
 model = torch.nn.Sequential(
     torch.nn.Linear(3, 16), torch.nn.Tanh(), torch.nn.Linear(16, 8), torch.nn.Tanh(),
     torch.nn.Linear(8, 2),
-).double()
+).double().to(device)
 if opt_name == "sgd":
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 else:
@@ -40,11 +49,12 @@ for _ in range(steps):
     shard = slice(rank * batch, (rank + 1) * batch)
     opt.zero_grad()
     for part in np.array_split(np.arange(batch), passes):
-        xb = torch.tensor(x[shard][part])
-        yb = torch.tensor(y[shard][part])
+        xb = torch.tensor(x[shard][part], device=device)
+        yb = torch.tensor(y[shard][part], device=device)
         loss = torch.nn.functional.mse_loss(model(xb), yb) * (len(part) / batch)
         loss.backward()
     opt.step()
 
+assert all(p.device == device and p.grad.device == device for p in model.parameters())
 if rank == 0:
-    np.savez(out, **{name: p.detach().numpy() for name, p in model.named_parameters()})
+    np.savez(out, **{name: p.detach().to("cpu").numpy() for name, p in model.named_parameters()})
