@@ -86,6 +86,7 @@ class _State:
         self.local_rank = 0
         self.local_size = 1
         self.peers = []  # (host, pid) of every rank, to tell a dead peer from a slow one
+        self.spin_polls = 100  # polls before a wait starts yielding the core; 0 when oversubscribed
 
 
 _state = _State()
@@ -117,6 +118,10 @@ def init(comm=None):
     local = _state.comm.Split_type(MPI.COMM_TYPE_SHARED)
     _state.local_rank, _state.local_size = local.Get_rank(), local.Get_size()
     local.Free()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    # NOTE: with more ranks than cores on a machine, a spinning rank keeps the rank it waits for
+    # off the core (measured with 4 ranks on 2 cores: yielding at once halves a 4 KB allreduce).
+    _state.spin_polls = 0 if _state.local_size > (cores or 1) else 100
     if _state.size > 1:
         _install_failure_handler()
         _state.peers = allgather_object((socket.gethostname(), os.getpid()), "init")
@@ -175,7 +180,7 @@ def wait(requests, what):
     polls = 0
     while not MPI.Request.Testall(requests):
         polls += 1
-        if polls < 100:
+        if polls < _state.spin_polls:
             continue  # spin a little first, as MPI_Wait does: a short collective ends here
         now = time.monotonic()
         if now >= next_check:
