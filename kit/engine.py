@@ -45,16 +45,37 @@ OUTPUT = SavedOutput(0)  # a built-in op's own (only) output
 
 
 class _NoEdge(tuple):
-    """An entry of `next_functions` for an input that needs no gradient: `(None, 0)`, as PyTorch
-    shows it, but false, so that rules and the engine test `if edge:` for "needs a gradient"."""
+    """An entry of `next_functions` for an input that needs no gradient. It reads as PyTorch's
+    `(None, 0)` (indexing, unpacking, ==, repr) but is false, so rules and the engine test
+    `if edge:` for "needs a gradient".
+
+    NOTE: it is an empty tuple underneath, so that its truth test stays the C-level length check
+    of a tuple (a Python __bool__ would cost a call on every edge the engine walks).
+    """
 
     __slots__ = ()
+    _FACE = (None, 0)
 
-    def __bool__(self):
-        return False
+    def __getitem__(self, index):
+        return self._FACE[index]
+
+    def __iter__(self):
+        return iter(self._FACE)
+
+    def __eq__(self, other):
+        return other == self._FACE
+
+    def __ne__(self, other):
+        return other != self._FACE
+
+    def __hash__(self):
+        return hash(self._FACE)
+
+    def __repr__(self):
+        return repr(self._FACE)
 
 
-NO_EDGE = _NoEdge((None, 0))
+NO_EDGE = _NoEdge()
 
 
 class Node:
@@ -62,7 +83,7 @@ class Node:
 
     What it keeps for backward, for built-in ops and Functions alike (one mechanism): `saved`
     (Tensors, SavedOutput markers, constants), `versions` (each saved tensor's version when saved,
-    -1 for constants), `out_data` / `out_vc` (each output's array and version counter, for the
+    -1 for constants), `out_data` / `out_vc` (the outputs' arrays and version counters, for the
     SavedOutput markers). `unpack_saved` checks and unpacks them, `release` frees them.
 
     Public, read-only attributes used by tools such as kit.viz:
@@ -112,7 +133,15 @@ class Node:
         """What the node keeps for backward, for display: Tensors, arrays or constants."""
         if self.saved is FREED:
             return ()
-        return tuple(self.out_data[v.index] if type(v) is SavedOutput else v for v in self.saved)
+        return tuple(self._output(v)[0] if type(v) is SavedOutput else v for v in self.saved)
+
+    def _output(self, marker):
+        """(array, version counter) of the output a SavedOutput marker names. NOTE: a built-in
+        op keeps its one output's (marker OUTPUT) directly, not in 1-tuples: two long-lived
+        objects fewer per op for the cyclic GC."""
+        if marker is OUTPUT:
+            return self.out_data, self.out_vc
+        return self.out_data[marker.index], self.out_vc[marker.index]
 
     def released(self) -> bool:
         return self.saved is FREED
@@ -127,11 +156,10 @@ class Node:
         values = []
         for v, expected in zip(saved, self.versions, strict=True):
             if type(v) is SavedOutput:
-                i = v.index
-                if self.out_vc[i][0] != expected:
+                data, vc = self._output(v)
+                if vc[0] != expected:
                     check_versions(self)
-                data = self.out_data[i]
-                values.append(Tensor._from_node(data, self, i) if differentiable else data)
+                values.append(Tensor._from_node(data, self, v.index) if differentiable else data)
             elif isinstance(v, Tensor):
                 if v._vc[0] != expected:
                     check_versions(self)
@@ -211,7 +239,7 @@ def check_versions(node, saved=None, versions=None, needed_for="gradient computa
         if expected < 0 or value is None:
             continue
         output = type(value) is SavedOutput
-        vc = node.out_vc[value.index] if output else value._vc
+        vc = node._output(value)[1] if output else value._vc
         if vc[0] != expected:
             what = ("its output" if len(node.output_meta) == 1 else f"its output {value.index}"
                     ) if output else (

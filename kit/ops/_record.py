@@ -65,7 +65,7 @@ def record(op, rule, out, inputs, saved=(), params=None):
             versions += (v._vc[0],)
         elif v is OUTPUT:
             # A saved output starts at version 0 too: an in-place change of it must fail.
-            versions += (y._vc[0],)
+            versions += (0,)
             saves_output = True
         else:
             versions += (-1,)
@@ -83,8 +83,8 @@ def record(op, rule, out, inputs, saved=(), params=None):
         cls = _CLASSES[op] = node_class(op)
     node = cls(op, rule, edges, saved, versions, params, meta)
     if saves_output:
-        node.out_data = (out,)
-        node.out_vc = (version_counter(y),)
+        node.out_data = out  # NOTE: a built-in op's one output, not a tuple (see engine.Node)
+        node.out_vc = version_counter(y)
     y._rg = True
     y._grad_fn = node
     y._edge = (node, 0)
