@@ -18,7 +18,7 @@ from kit import _views, backend
 from kit._creation import _to_array
 from kit._promotion import cast_scalar, result_type
 from kit._tensor import Tensor, version_counter
-from kit.engine import NO_EDGE, OUTPUT, node_class
+from kit.engine import NO_EDGE, OUTPUT, Node
 from kit.grad_mode import STATE
 
 # One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so
@@ -78,10 +78,7 @@ def record(op, rule, out, inputs, saved=(), params=None):
         if len(_META) >= 4096:  # bounded: a program with ever new shapes must not grow it
             _META.clear()
         meta = _META[key] = (key,)
-    cls = _CLASSES.get(op)
-    if cls is None:
-        cls = _CLASSES[op] = node_class(op)
-    node = cls(op, rule, edges, saved, versions, params, meta)
+    node = Node(op, rule, edges, saved, versions, params, meta)  # typed when looked at (engine)
     if saves_output:
         node.out_data = out  # NOTE: a built-in op's one output, not a tuple (see engine.Node)
         node.out_vc = version_counter(y)
@@ -92,8 +89,6 @@ def record(op, rule, out, inputs, saved=(), params=None):
         node.out_ref = weakref.ref(y)
     return y
 
-
-_CLASSES = {}  # op name -> its Node class (kit.engine.node_class), looked up once per op here
 
 
 def constant(value, like, op):
