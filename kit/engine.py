@@ -110,7 +110,7 @@ class Node:
         self.out_data = None
         self.out_vc = None
         self.out_ref = None
-        self.stack = traceback.format_stack()[:-3] if STATE.anomaly else None
+        self.stack = None  # the forward's stack, under detect_anomaly (capture_stack)
 
     def name(self) -> str:
         """PyTorch's spelling of the backward node: `MulBackward0` for the op `mul`."""
@@ -180,6 +180,12 @@ class Node:
         if not self.saved:  # NOTE: FREED is truthy; this is the "nothing saved" fast path
             return self.rule(self, grads[0])
         return self.rule(self, grads[0], *self.unpack_saved(differentiable))
+
+
+def capture_stack(node, skip):
+    """Under detect_anomaly, keep the stack of the forward line that made `node` (without the
+    last `skip` frames: kit's own)."""
+    node.stack = traceback.format_stack()[:-1 - skip]
 
 
 def backward_name(op):

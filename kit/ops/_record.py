@@ -18,7 +18,7 @@ from kit import _views, backend
 from kit._creation import _to_array
 from kit._promotion import cast_scalar, result_type
 from kit._tensor import Tensor, version_counter
-from kit.engine import NO_EDGE, OUTPUT, Node
+from kit.engine import NO_EDGE, OUTPUT, Node, capture_stack
 from kit.grad_mode import STATE
 
 # One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so
@@ -85,8 +85,11 @@ def record(op, rule, out, inputs, saved=(), params=None):
     y._rg = True
     y._grad_fn = node
     y._edge = (node, 0)
-    if STATE.keep_outputs:
-        node.out_ref = weakref.ref(y)
+    if STATE.extras:  # NOTE: one read per op for both
+        if STATE.anomaly:
+            capture_stack(node, 2)  # record and the op's function
+        if STATE.keep_outputs:
+            node.out_ref = weakref.ref(y)
     return y
 
 
