@@ -108,7 +108,10 @@ class Tensor:
         """The node that made this tensor (None for a leaf), as PyTorch's `grad_fn`."""
         if self._base is not None:
             _views.refresh(self)
-        return self._grad_fn
+        node = self._grad_fn
+        if node is not None and type(node) is engine.Node:
+            engine.typed(node)  # its class named as PyTorch names it, when first looked at
+        return node
 
     @grad_fn.setter
     def grad_fn(self, node):

@@ -179,10 +179,10 @@ def adopt_output(result, t):
     """The in-place op's node saved its own output: that output now lives in `t`'s storage, so
     point the node there, so that a later in-place change of `t` is caught before backward."""
     node = result._grad_fn
-    if node is None or node.out_data is None or result._nr != 0 or len(node.out_data) != 1:
+    if node is None or node.out_data is None or not any(v is OUTPUT for v in node.saved):
         return
-    node.out_data = (t._data,)
-    node.out_vc = (version_counter(t),)
+    node.out_data = t._data
+    node.out_vc = version_counter(t)
     version = t._vc[0]
     node.versions = tuple(version if v is OUTPUT else expected
                           for v, expected in zip(node.saved, node.versions, strict=True))

@@ -45,16 +45,37 @@ OUTPUT = SavedOutput(0)  # a built-in op's own (only) output
 
 
 class _NoEdge(tuple):
-    """An entry of `next_functions` for an input that needs no gradient: `(None, 0)`, as PyTorch
-    shows it, but false, so that rules and the engine test `if edge:` for "needs a gradient"."""
+    """An entry of `next_functions` for an input that needs no gradient. It reads as PyTorch's
+    `(None, 0)` (indexing, unpacking, ==, repr) but is false, so rules and the engine test
+    `if edge:` for "needs a gradient".
+
+    NOTE: it is an empty tuple underneath, so that its truth test stays the C-level length check
+    of a tuple (a Python __bool__ would cost a call on every edge the engine walks).
+    """
 
     __slots__ = ()
+    _FACE = (None, 0)
 
-    def __bool__(self):
-        return False
+    def __getitem__(self, index):
+        return self._FACE[index]
+
+    def __iter__(self):
+        return iter(self._FACE)
+
+    def __eq__(self, other):
+        return other == self._FACE
+
+    def __ne__(self, other):
+        return other != self._FACE
+
+    def __hash__(self):
+        return hash(self._FACE)
+
+    def __repr__(self):
+        return repr(self._FACE)
 
 
-NO_EDGE = _NoEdge((None, 0))
+NO_EDGE = _NoEdge()
 
 
 class Node:
@@ -62,7 +83,7 @@ class Node:
 
     What it keeps for backward, for built-in ops and Functions alike (one mechanism): `saved`
     (Tensors, SavedOutput markers, constants), `versions` (each saved tensor's version when saved,
-    -1 for constants), `out_data` / `out_vc` (each output's array and version counter, for the
+    -1 for constants), `out_data` / `out_vc` (the outputs' arrays and version counters, for the
     SavedOutput markers). `unpack_saved` checks and unpacks them, `release` frees them.
 
     Public, read-only attributes used by tools such as kit.viz:
@@ -89,7 +110,7 @@ class Node:
         self.out_data = None
         self.out_vc = None
         self.out_ref = None
-        self.stack = traceback.format_stack()[:-3] if STATE.anomaly else None
+        self.stack = None  # the forward's stack, under detect_anomaly (capture_stack)
 
     def name(self) -> str:
         """PyTorch's spelling of the backward node: `MulBackward0` for the op `mul`."""
@@ -112,7 +133,15 @@ class Node:
         """What the node keeps for backward, for display: Tensors, arrays or constants."""
         if self.saved is FREED:
             return ()
-        return tuple(self.out_data[v.index] if type(v) is SavedOutput else v for v in self.saved)
+        return tuple(self._output(v)[0] if type(v) is SavedOutput else v for v in self.saved)
+
+    def _output(self, marker):
+        """(array, version counter) of the output a SavedOutput marker names. NOTE: a built-in
+        op keeps its one output's (marker OUTPUT) directly, not in 1-tuples: two long-lived
+        objects fewer per op for the cyclic GC."""
+        if marker is OUTPUT:
+            return self.out_data, self.out_vc
+        return self.out_data[marker.index], self.out_vc[marker.index]
 
     def released(self) -> bool:
         return self.saved is FREED
@@ -127,11 +156,10 @@ class Node:
         values = []
         for v, expected in zip(saved, self.versions, strict=True):
             if type(v) is SavedOutput:
-                i = v.index
-                if self.out_vc[i][0] != expected:
+                data, vc = self._output(v)
+                if vc[0] != expected:
                     check_versions(self)
-                data = self.out_data[i]
-                values.append(Tensor._from_node(data, self, i) if differentiable else data)
+                values.append(Tensor._from_node(data, self, v.index) if differentiable else data)
             elif isinstance(v, Tensor):
                 if v._vc[0] != expected:
                     check_versions(self)
@@ -154,18 +182,43 @@ class Node:
         return self.rule(self, grads[0], *self.unpack_saved(differentiable))
 
 
+def capture_stack(node, skip):
+    """Under detect_anomaly, keep the stack of the forward line that made `node` (without the
+    last `skip` frames: kit's own)."""
+    node.stack = traceback.format_stack()[:-1 - skip]
+
+
 def backward_name(op):
     return "".join(part.title() for part in op.split("_")) + "Backward0"
 
 
 _NODE_CLASSES = {}
+# Where PyTorch's node name is not kit's op name + "Backward0" (dtype and device copies).
+_PYTORCH_NAMES = {"astype": "ToCopyBackward0", "to": "ToCopyBackward0"}
+
+
+def typed(node):
+    """Give `node`, and every plain Node below it, the class named as PyTorch names its type
+    (`type(y.grad_fn).__name__ == "MulBackward0"`); returns `node`.
+
+    NOTE: record() makes plain Nodes and Tensor.grad_fn types them when a user looks. With a
+    class per op from the start, the reverse pass's attribute reads would meet a different type
+    at every node, which the interpreter cannot specialise: ~6% slower on a chain of tiny ops.
+    """
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is Node:
+            n.__class__ = node_class(n._name)
+            stack.extend(edge[0] for edge in n.next_functions if edge)
+    return node
 
 
 def node_class(op, display=None):
     """The Node subclass for `op`, named as PyTorch names it (`MulBackward0`), made once."""
     cls = _NODE_CLASSES.get(op)
     if cls is None:
-        title = display or backward_name(op)
+        title = display or _PYTORCH_NAMES.get(op) or backward_name(op)
         cls = _NODE_CLASSES[op] = type(title, (Node,), {
             "__slots__": (), "name": lambda self, _title=title: _title,
             "__doc__": f"The backward of {op}.",
@@ -209,7 +262,7 @@ def check_versions(node, saved=None, versions=None, needed_for="gradient computa
         if expected < 0 or value is None:
             continue
         output = type(value) is SavedOutput
-        vc = node.out_vc[value.index] if output else value._vc
+        vc = node._output(value)[1] if output else value._vc
         if vc[0] != expected:
             what = ("its output" if len(node.output_meta) == 1 else f"its output {value.index}"
                     ) if output else (

@@ -17,7 +17,7 @@ from kit import backend
 from kit._function_call import bind, corrected_line
 from kit._function_ctx import FunctionCtx
 from kit._tensor import Tensor, bump_version, version_counter
-from kit.engine import FREED, NO_EDGE, Node, SavedOutput
+from kit.engine import FREED, NO_EDGE, Node, SavedOutput, capture_stack
 from kit.grad_mode import STATE, no_grad
 from kit.ops._vmap import VMAP
 
@@ -307,6 +307,8 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
             for a in inputs
         )
         node = FunctionNode(cls, ctx, edges, inputs, final, given)
+        if STATE.anomaly:
+            capture_stack(node, 2)  # _wrap_outputs and apply
         object.__setattr__(ctx, "_node", node)
         for i, o in enumerate(final):
             if isinstance(o, Tensor) and not any(o is t for t in non_diff):

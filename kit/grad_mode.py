@@ -230,7 +230,7 @@ class detect_anomaly(_Decorator):  # noqa: N801
         self.check_nan = bool(check_nan)
 
     def switches(self, state):
-        return {"anomaly": self.check_nan}
+        return {"anomaly": self.check_nan, "extras": self.check_nan or state.keep_outputs}
 
     def clone(self):
         return detect_anomaly(self.check_nan)
@@ -247,4 +247,4 @@ class keep_output_refs(_Decorator):  # noqa: N801
     __slots__ = ()
 
     def switches(self, state):
-        return {"keep_outputs": True}
+        return {"keep_outputs": True, "extras": True}

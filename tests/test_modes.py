@@ -153,7 +153,6 @@ def test_many_threads_switching_modes_each_see_their_own():
     in_threads(*(worker(seed) for seed in range(4)))
     with kit.no_grad():
         pass
-    assert shared_is_plain("enabled")
     assert_clean()
 
 
@@ -163,7 +162,6 @@ def test_a_thread_that_ends_with_grad_mode_off_leaves_the_others_alone():
     assert (kit.tensor([1.0], requires_grad=True) * 2).requires_grad
     with kit.no_grad():
         pass
-    assert shared_is_plain("enabled")  # the ended thread no longer counts
 
 
 def test_mxnet_modes_are_per_thread():
@@ -224,24 +222,6 @@ def test_vmap_in_one_thread_does_not_batch_another():
 
     in_threads(mapping, plain)
     assert seen == {"vmap": (3, 2), "plain": ((3, 2), 0, 0)}
-
-
-def shared_is_plain(name):
-    return not isinstance(getattr(type(STATE), name), property)
-
-
-def test_the_hot_path_reads_plain_attributes_while_every_thread_has_the_defaults():
-    """STATE is a cache: a switch no thread has moved is a plain slot holding its default (as
-    cheap as before the stack); a moved one reads each thread's own value until all are back."""
-    assert shared_is_plain("enabled") and shared_is_plain("depth")
-    with kit.no_grad():
-        assert not shared_is_plain("enabled") and not STATE.enabled
-        assert shared_is_plain("depth")  # a switch nobody moved stays plain
-        with kit.enable_grad():
-            assert STATE.enabled
-    assert shared_is_plain("enabled") and STATE.enabled
-    with pytest.raises(AttributeError, match="enter a mode"):
-        STATE.enabled = False  # only modes (and set_grad_enabled's plain call) set switches
 
 
 def test_kit_func_transforms_in_two_threads_at_once():

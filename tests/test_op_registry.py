@@ -111,7 +111,7 @@ class _Batching(Mode):
 
 
 def _dispatching(monkeypatch, hook):
-    monkeypatch.setattr(_modes._Shared, "dispatch", staticmethod(hook))
+    monkeypatch.setattr(_modes._Switches, "dispatch", staticmethod(hook))
     return _Batching()
 
 

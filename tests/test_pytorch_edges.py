@@ -164,3 +164,14 @@ def test_gradcheck_refuses_a_python_number_and_checks_expanded_inputs():
         kit.gradcheck(lambda t: 3.0, (x,))
     e = kit.tensor([1.5], dtype=kit.float64, requires_grad=True).expand(3)
     assert kit.gradcheck(lambda t: t * t, (e,))  # PyTorch refuses stride-0 inputs; kit copies
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_integer_results_are_not_tracked(torch):
+    x = torch.tensor([1.5, -2.0], requires_grad=True)
+    for y in (x.long(), x.int(), x.bool(), x.argmax(), x > 0):
+        assert not y.requires_grad and y.grad_fn is None
+    s = x.sign()  # tracked, with a zero gradient
+    assert s.requires_grad
+    f = x.double()
+    assert f.requires_grad and type(f.grad_fn).__name__ == "ToCopyBackward0"

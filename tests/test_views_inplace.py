@@ -301,3 +301,19 @@ def test_next_functions_hold_none_for_inputs_without_gradient(torch):
     assert y.grad_fn.next_functions[1] == (None, 0)
     assert type(z.grad_fn.next_functions[0][0]).__name__ == "AccumulateGrad"
     assert [fn is None for fn, _ in y.grad_fn.next_functions] == [False, True]
+
+
+def test_node_classes_are_given_when_looked_at():
+    """record() makes plain Nodes (one type keeps the reverse pass fast); grad_fn gives each
+    node, and every node below it, its PyTorch-named class."""
+    import kit
+    from kit.engine import Node
+
+    x = kit.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2).exp()
+    inner = y._grad_fn.next_functions[0][0]
+    assert type(inner) is Node
+    assert type(y.grad_fn).__name__ == "ExpBackward0"
+    assert type(inner).__name__ == "MulBackward0"  # typed with the node above it
+    y.sum().backward()
+    np.testing.assert_allclose(values(x.grad), 2 * np.exp([2.0, 4.0]), rtol=1e-6)

@@ -18,7 +18,7 @@ from kit import _views, backend
 from kit._creation import _to_array
 from kit._promotion import cast_scalar, result_type
 from kit._tensor import Tensor, version_counter
-from kit.engine import NO_EDGE, OUTPUT, node_class
+from kit.engine import NO_EDGE, OUTPUT, Node, capture_stack
 from kit.grad_mode import STATE
 
 # One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so
@@ -65,7 +65,7 @@ def record(op, rule, out, inputs, saved=(), params=None):
             versions += (v._vc[0],)
         elif v is OUTPUT:
             # A saved output starts at version 0 too: an in-place change of it must fail.
-            versions += (y._vc[0],)
+            versions += (0,)
             saves_output = True
         else:
             versions += (-1,)
@@ -78,22 +78,20 @@ def record(op, rule, out, inputs, saved=(), params=None):
         if len(_META) >= 4096:  # bounded: a program with ever new shapes must not grow it
             _META.clear()
         meta = _META[key] = (key,)
-    cls = _CLASSES.get(op)
-    if cls is None:
-        cls = _CLASSES[op] = node_class(op)
-    node = cls(op, rule, edges, saved, versions, params, meta)
+    node = Node(op, rule, edges, saved, versions, params, meta)  # typed when looked at (engine)
     if saves_output:
-        node.out_data = (out,)
-        node.out_vc = (version_counter(y),)
+        node.out_data = out  # NOTE: a built-in op's one output, not a tuple (see engine.Node)
+        node.out_vc = version_counter(y)
     y._rg = True
     y._grad_fn = node
     y._edge = (node, 0)
-    if STATE.keep_outputs:
-        node.out_ref = weakref.ref(y)
+    if STATE.extras:  # NOTE: one read per op for both
+        if STATE.anomaly:
+            capture_stack(node, 2)  # record and the op's function
+        if STATE.keep_outputs:
+            node.out_ref = weakref.ref(y)
     return y
 
-
-_CLASSES = {}  # op name -> its Node class (kit.engine.node_class), looked up once per op here
 
 
 def constant(value, like, op):

@@ -81,9 +81,11 @@ def _unary(op, compute, rule, save, floating=True, **names):
         if not isinstance(x, Tensor):
             raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
         d = x._data
-        if floating and d.dtype.kind in "biu":
-            d = d.astype(float32)
-        out = compute(np if type(d) is np.ndarray else backend.get_array_module(d), d)
+        xp = np if type(d) is np.ndarray else backend.get_array_module(d)
+        out = compute(xp, d)
+        if out.dtype is not d.dtype and floating and d.dtype.kind in "biu":
+            # NOTE: tested after computing (one identity test on the common float path)
+            out = compute(xp, d.astype(float32))
         return record(op, rule, out, (x,), (x,) if save == "x" else saves_output)
 
     fn.__name__ = fn.__qualname__ = op

@@ -358,6 +358,8 @@ def astype(x, dtype):
         raise TypeError(f"kit: unsupported dtype {dtype}")
     if x._data.dtype == dtype:
         return x
+    if dtype.kind not in "fc":  # NOTE: a cast to an integer or bool is not recorded (PyTorch)
+        return Tensor(x._data.astype(dtype))
     return record("astype", _astype_rule, x._data.astype(dtype), (x,))
 
 
