@@ -57,6 +57,13 @@ class Sample:
     rtol: float = 1e-3  # gradcheck's tolerance (finite differences in float64)
 
 
+def _index(f, values):
+    """A constant int64 index for a sample's call."""
+    import kit
+
+    return kit.tensor(np.array(values, dtype=np.int64))
+
+
 def s(*args, call=None, torch=PYTORCH, order=2, rtol=1e-3):
     return Sample(args, call, torch, order, rtol)
 
@@ -122,6 +129,25 @@ SAMPLES = {
     "chunk": [s(M, call=lambda f, x: f(x, 2, 1)[0],
                 torch=lambda torch, x: torch.chunk(x, 2, 1)[0])],
     "diagonal": [s(M, 1), s(uniform(2, 3, 3), 0, 1, 2)],
+    # kit/ops/extra.py
+    "masked_fill": [s(M, M > 0, call=lambda f, x, m: f(x, m, 0.5),
+                      torch=lambda torch, x, m: x.masked_fill(m, 0.5))],
+    "prod": [s(positive(A)), s(positive(M), 1)],
+    "all": [s(BOOL), s(BOOL, 1)], "any": [s(BOOL), s(BOOL, 0)],
+    "norm": [s(A), s(M, call=lambda f, x: f(x, 1, 1), torch=lambda torch, x: torch.norm(x, 1, 1))],
+    "cumsum": [s(M, 1)],
+    "var": [s(M, 1)], "std": [s(M, 1)],
+    "topk": [s(D, call=lambda f, x: f(x, 2, 1).values,
+               torch=lambda torch, x: torch.topk(x, 2, 1).values)],
+    "gather": [s(M, call=lambda f, x: f(x, 1, _index(f, [[0, 2], [1, 1], [3, 0]])),
+                 torch=lambda torch, x: torch.gather(
+                     x, 1, torch.tensor([[0, 2], [1, 1], [3, 0]])))],
+    "scatter_add": [s(M, uniform(3, 2),
+                      call=lambda f, x, src: f(x, 1, _index(f, [[0, 2], [1, 1], [3, 0]]), src),
+                      torch=lambda torch, x, src: x.scatter_add(
+                          1, torch.tensor([[0, 2], [1, 1], [3, 0]]), src))],
+    "einsum": [s(A, M, call=lambda f, a, b: f("ij,jk->ik", a, b),
+                 torch=lambda torch, a, b: torch.einsum("ij,jk->ik", a, b))],
     # sorting
     "argsort": [s(D, 1, False), s(D, 0, True)],
     "sort": [s(D, 1, False), s(D, 0, True)],

@@ -26,8 +26,8 @@ from kit.ops._registry import OPS
 globals().update({op.fn.__name__: op.fn for op in OPS.values() if op.public})
 concatenate = movement.cat  # NumPy's name for cat
 
-__all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "reductions", "sorting",
-           "view_ops"]
+__all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "reductions",
+           "sorting", "view_ops"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 

@@ -152,8 +152,8 @@ def cumsum(x, dim, *, dtype=None):
         return x * 1
     axis = normalize_axis(dim, x.ndim, "cumsum")[0]
     n = x.shape[axis]
-    xp = backend.get_array_module(data_of(x)) if isinstance(x, Tensor) else np
-    upper = xp.triu(xp.ones((n, n), dtype=x.dtype))
+    # (x.device and x.dtype, not x's array: under vmap x is a sample of a batch)
+    upper = backend.to_device(np.triu(np.ones((n, n), dtype=x.dtype)), x.device)
     return movedim(matmul(movedim(x, axis, -1), Tensor(upper)), -1, axis)
 
 
@@ -201,7 +201,7 @@ def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's key
         return TopkResult(values, indices)
     axis = normalize_axis(dim, x.ndim, "topk")[0]
     keep = (slice(None),) * axis + (slice(0, k),)
-    return TopkResult(getitem(values, keep), Tensor(data_of(indices)[keep]))
+    return TopkResult(getitem(values, keep), getitem(indices, keep))
 
 
 def _grid(index, dim, op):
@@ -222,7 +222,7 @@ def _check_index(x, dim, index, op):
     if idx.ndim != x.ndim:
         raise RuntimeError(f"kit.{op}: index has {idx.ndim} dims but the tensor has {x.ndim}; "
                            f"they must have the same number of dimensions")
-    for a, (i, s) in enumerate(zip(idx.shape, x.shape)):
+    for a, (i, s) in enumerate(zip(idx.shape, x.shape, strict=True)):
         if a != dim and i > s:
             raise RuntimeError(f"kit.{op}: index size {i} exceeds the tensor's size {s} in "
                                f"dimension {a}")
@@ -244,7 +244,9 @@ def scatter_add(x, dim, index, src):
     """x with src[i][j] added at x[i][index[i][j]] for dim=1 (repeats accumulate)."""
     dim = _check_index(x, dim, index, "scatter_add")
     idx = data_of(index)
-    if idx.ndim != src.ndim or builtins.any(i > n for i, n in zip(idx.shape, src.shape)):
+    too_big = idx.ndim == src.ndim and builtins.any(
+        i > n for i, n in zip(idx.shape, src.shape, strict=True))
+    if idx.ndim != src.ndim or too_big:
         raise RuntimeError(f"kit.scatter_add: index shape {tuple(idx.shape)} exceeds src shape "
                            f"{tuple(src.shape)}")
     part = getitem(src, tuple(slice(0, n) for n in idx.shape))
@@ -282,7 +284,7 @@ def einsum(equation, *operands):
     terms, output = _einsum_spec(equation, len(operands))
     letters = list(dict.fromkeys(output + "".join(terms)))
     product = None
-    for term, x in zip(terms, operands):
+    for term, x in zip(terms, operands, strict=True):
         if len(term) != x.ndim:
             raise ValueError(f"kit.einsum: operand {term!r} has {x.ndim} dims, the equation "
                              f"names {len(term)}")
