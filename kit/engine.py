@@ -24,7 +24,6 @@ from kit._modes import enter, leave
 from kit.grad_mode import STATE, GradMode
 
 FREED = object()  # Node.saved once released after a backward without retain_graph
-_FREED = FREED
 
 
 class SavedOutput:
