@@ -298,7 +298,9 @@ def _fit(node, index, g, meta, differentiable):
         elif not _sum_compatible(g.shape, shape):
             raise RuntimeError(
                 f"{node.name()} returned an invalid gradient at index {index} - got "
-                f"{list(g.shape)} but expected shape compatible with {list(shape)}"
+                f"{list(g.shape)} but expected shape compatible with {list(shape)}. Fix: return "
+                f"a gradient of the input's shape, {tuple(shape)}: if forward broadcast that "
+                f"input, sum the gradient over the axes it was broadcast along"
             )
         else:
             g = _sum_to(g, shape)

@@ -95,6 +95,8 @@ SAMPLES = {
     "sum": [s(A), s(M, 1, True)], "mean": [s(A), s(M, (0, 1), False)],
     "max": [s(D), s(D, 1, False)], "min": [s(D), s(D, 0, True)],
     "logsumexp": [s(M, 1, False)],
+    "sum_to_size": [s(M, 1, 4, torch=lambda torch, x, *size: x.sum_to_size(*size)),
+                    s(uniform(2, 3, 4), (3, 1), torch=lambda torch, x, size: x.sum_to_size(size))],
     "argmax": [s(D, 1, False)], "argmin": [s(D, 0, True)],
     # linear algebra
     "matmul": [s(A, M), s(V, uniform(4, 2)), s(uniform(2, 3, 4), V)], "mm": [s(A, M)],

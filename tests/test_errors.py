@@ -96,7 +96,8 @@ def test_wrong_gradients_from_a_function():
 
     with pytest.raises(RuntimeError, match=r"WrongShapeBackward returned an invalid gradient at "
                                            r"index 0 - got \[2, 2\] but expected shape compatible "
-                                           r"with \[3\]"):
+                                           r"with \[3\]\. Fix: return a gradient of the input's "
+                                           r"shape, \(3,\): .*sum the gradient over the axes"):
         WrongShape.apply(leaf(rand(3))).sum().backward()
 
 

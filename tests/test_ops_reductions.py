@@ -159,3 +159,32 @@ def test_zero_dim_reductions_accept_dim_zero():
     assert kit.sum(x, 0).shape == () and kit.sum(x, -1, True).shape == ()
     kit.sum(x, 0).backward()
     assert x.grad.item() == 1.0
+
+
+# --- sum_to_size and broadcast_shapes: a broadcast and its undoing ----------------------------
+@pytest.mark.parametrize("shape, size", [((3, 4), (4,)), ((3, 4), (3, 1)), ((2, 3, 4), (1, 4)),
+                                         ((2, 3, 4), (2, 1, 4)), ((3, 4), (3, 4)), ((3,), ())])
+def test_sum_to_size_undoes_a_broadcast_as_torch(shape, size):
+    torch = pytest.importorskip("torch")
+    x = rand(*shape)
+    ours = kit.tensor(x).sum_to_size(size)
+    np.testing.assert_allclose(host(ours), torch.tensor(x).sum_to_size(size).numpy())
+    # its gradient broadcasts back: sum_to_size(x) . g == x . broadcast(g)
+    check_op(lambda t: t.sum_to_size(*size), x, order=2)
+
+
+def test_sum_to_size_refuses_a_shape_that_does_not_broadcast_naming_both_sizes():
+    with pytest.raises(RuntimeError, match=r"kit.sum_to_size: size \[3\] is not expandable to "
+                                           r"size \[3, 4\].*Fix: "):
+        kit.ones(3, 4).sum_to_size(3)
+
+
+def test_broadcast_shapes_as_torch():
+    torch = pytest.importorskip("torch")
+    import kit.torch as ktorch
+
+    for shapes in [((3, 1), (1, 4)), ((2, 1, 4), (3, 1)), (5, (2, 1)), ((), (2,)), ((0, 1), (3,))]:
+        assert ktorch.broadcast_shapes(*shapes) == tuple(torch.broadcast_shapes(*shapes))
+    with pytest.raises(RuntimeError, match=r"kit.broadcast_shapes: shapes \(3,\) and \(4,\) are "
+                                           r"not compatible.*Fix: "):
+        ktorch.broadcast_shapes((3,), (4,))

@@ -12,8 +12,9 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.ops._record import check_same_device, data_of, record, shape_error
+from kit.ops._record import ShapeError, check_same_device, data_of, record, shape_error
 from kit.ops._registry import composite, primitive
+from kit.ops.elementwise import BROADCAST
 from kit.ops.reductions import normalize_axis
 
 
@@ -40,6 +41,23 @@ def expand_shape(shape, have):
             f"dimensions of the tensor ({len(have)})"
         )
     return lead, tuple(have[i - lead] if n == -1 else n for i, n in enumerate(shape))
+
+
+def broadcast_shapes(*shapes):
+    """The shape tensors of `shapes` broadcast to (an int is a 1-d shape); as
+    torch.broadcast_shapes. Sizes are aligned from the right; each pair must be equal or 1.
+
+    >>> broadcast_shapes((3, 1), (4,))
+    (3, 4)
+    """
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError(
+            f"kit.broadcast_shapes: shapes {' and '.join(map(str, shapes))} are not compatible: "
+            f"{BROADCAST}"
+        ) from None
 
 
 # --- shape ----------------------------------------------------------------------------------
@@ -174,7 +192,7 @@ def expand(x, *shape):
     return record("expand", _expand_rule, out, (x,))
 
 
-@composite("broadcast_to", methods=("broadcast_to",))
+@composite("broadcast_to", methods=("broadcast_to",), torch="broadcast_to")
 def broadcast_to(x, shape):
     return expand(x, tuple(shape))
 

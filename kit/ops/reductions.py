@@ -1,4 +1,4 @@
-"""Reductions: sum, mean, max/min (with indices), logsumexp, argmax/argmin."""
+"""Reductions: sum, mean, max/min (with indices), logsumexp, argmax/argmin, sum_to_size."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 from kit import backend
 from kit._promotion import default_float
 from kit._tensor import Tensor
-from kit.engine import OUTPUT
-from kit.ops._record import DtypeError, as_dtype_of, data_of, record
-from kit.ops._registry import declare, dims, primitive
+from kit.engine import OUTPUT, _sum_compatible, _sum_to  # the engine's rule for broadcasts
+from kit.ops._record import DtypeError, ShapeError, as_dtype_of, data_of, record
+from kit.ops._registry import composite, declare, dims, primitive
 
 MaxMin = namedtuple("MaxMin", ["values", "indices"])  # what torch.max(x, dim) returns
 
@@ -68,6 +68,29 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001 - PyTorch's name
     axes, keepdims = _args(x, axis, keepdims, "sum")
     out = x._data.sum(axis=axes, keepdims=keepdims)
     return record("sum", _sum_rule, out, (x,), (), (x.shape, axes))
+
+
+@composite("sum_to_size", methods=("sum_to_size",), torch=None)
+def sum_to_size(x, *size):
+    """Sum `x` down to `size`, a shape that broadcasts to x's: what a broadcast's backward does
+    (as Tensor.sum_to_size; kit's engine applies the same rule to a gradient of the wrong shape).
+
+    >>> import kit
+    >>> kit.ones(3, 4).sum_to_size(1, 4)
+    tensor([[3., 3., 3., 3.]])
+    """
+    from kit.ops.movement import shape_arg
+
+    shape = shape_arg(size)
+    if not isinstance(x, Tensor):
+        raise TypeError(f"kit.sum_to_size: expected a Tensor, got {type(x).__name__}")
+    if not _sum_compatible(x.shape, shape):
+        raise ShapeError(
+            f"kit.sum_to_size: size {list(shape)} is not expandable to size {list(x.shape)}: "
+            f"summing can only remove leading dimensions and shrink dimensions to 1. Fix: give "
+            f"a shape that broadcasts to {tuple(x.shape)}"
+        )
+    return x if x.shape == shape else _sum_to(x, shape)
 
 
 def _mean_rule(node, g):

@@ -44,6 +44,7 @@ from kit.grad_mode import (
     set_grad_enabled,
 )
 from kit.ops._registry import published
+from kit.ops.movement import broadcast_shapes
 from kit.serialization import load, save
 from kit.torch import autograd, cuda, nn, optim, serialization, utils
 from kit.torch._dtypes import (
@@ -107,6 +108,7 @@ def __getattr__(name):
 
 __all__ = [
     "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd", "bool",
+    "broadcast_shapes",
     "cat", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad", "equal", "eye",
     "inference_mode", "is_inference_mode_enabled",
     "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int", "int16",
