@@ -74,6 +74,9 @@ D = distinct(3, 4)
 V = uniform(4)
 BOOL = A > 0
 IDX = np.array([2, 0, 2])
+IMAGE, POOLED = uniform(2, 2, 4, 4), distinct(1, 2, 5, 5)  # (N, C, H, W); POOLED has no ties
+CONV = ((1, 1), (0, 0), (1, 1), 1)  # conv2d's (stride, padding, dilation, groups) as normalised
+STRIDED = ((2, 2), (1, 1), (2, 1), 2)
 
 SAMPLES = {
     # elementwise
@@ -158,6 +161,31 @@ SAMPLES = {
     "cross_entropy": [s(M, np.array([0, 3, 1]), torch=_cross_entropy),
                       s(M, uniform(3, 4) ** 2, torch=_cross_entropy)],
     "mse_loss": [s(A, uniform(2, 3), torch=lambda torch, x, t: F(torch).mse_loss(x, t))],
+    # the module layer's primitives (kit/ops/nn.py, kit/ops/conv.py)
+    "erf": [s(A)],
+    "linear": [s(uniform(2, 4), M, B, torch=lambda torch, x, w, b: F(torch).linear(x, w, b)),
+               s(V, M, torch=lambda torch, x, w: F(torch).linear(x, w))],
+    "conv2d": [s(IMAGE, uniform(3, 2, 3, 3), B),
+               s(uniform(1, 4, 5, 5), uniform(4, 2, 2, 2),
+                 call=lambda f, x, w: f(x, w, None, 2, 1, (2, 1), 2),
+                 torch=lambda torch, x, w: torch.conv2d(x, w, None, 2, 1, (2, 1), 2))],
+    "conv2d_input_grad": [
+        s(uniform(2, 3, 2, 2), uniform(3, 2, 3, 3),
+          call=lambda f, g, w: f(g, w, IMAGE.shape, CONV),
+          torch=lambda torch, g, w: torch.nn.grad.conv2d_input(IMAGE.shape, w, g)),
+        s(uniform(1, 4, 3, 3), uniform(4, 2, 2, 2),
+          call=lambda f, g, w: f(g, w, (1, 4, 5, 5), STRIDED),
+          torch=lambda torch, g, w: torch.nn.grad.conv2d_input((1, 4, 5, 5), w, g, *STRIDED))],
+    "conv2d_weight_grad": [
+        s(IMAGE, uniform(2, 3, 2, 2), call=lambda f, x, g: f(x, g, (3, 2, 3, 3), CONV),
+          torch=lambda torch, x, g: torch.nn.grad.conv2d_weight(x, (3, 2, 3, 3), g)),
+        s(uniform(1, 4, 5, 5), uniform(1, 4, 3, 3),
+          call=lambda f, x, g: f(x, g, (4, 2, 2, 2), STRIDED),
+          torch=lambda torch, x, g: torch.nn.grad.conv2d_weight(x, (4, 2, 2, 2), g, *STRIDED))],
+    "max_pool2d": [s(POOLED, call=lambda f, x: f(x, 2),
+                     torch=lambda torch, x: F(torch).max_pool2d(x, 2)),
+                   s(POOLED, call=lambda f, x: f(x, 3, 2, 1, 1, False, True),
+                     torch=lambda torch, x: F(torch).max_pool2d(x, 3, 2, 1, 1, False, True))],
 }
 
 # Binary broadcasting ops: the domain of each operand for the broadcast grid (default: any).
