@@ -21,6 +21,7 @@ from kit.ops import (
     linalg,
     movement,
     nn,  # noqa: F401 - the same
+    norms,
     reductions,
     sorting,
     view_ops,
@@ -32,8 +33,8 @@ concatenate = movement.cat  # NumPy's name for cat
 
 # NOTE: conv and nn are left out of __all__: `from kit.ops import *` in kit/__init__ would make
 # kit.nn this module instead of the module layer.
-__all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "reductions",
-           "sorting", "view_ops"]
+__all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "norms",
+           "reductions", "sorting", "view_ops"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 
