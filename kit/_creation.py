@@ -271,3 +271,21 @@ rand_like = _like("rand_like", functools.partial(_draw, "rand_like", _UNIFORM))
 # NOTE: the value is cast to the dtype: full_like of an int tensor with 2.7 holds 2, as PyTorch.
 full_like = _like("full_like", lambda shape, dtype, device, requires_grad, fill_value: full(
     shape, fill_value, dtype, device, requires_grad))
+
+
+# --- Tensor.new_*: a new tensor with the shape given and this one's dtype and device -------------
+def _new(name, make):
+    def method(self, *args, dtype=None, device=None, requires_grad=False):
+        return make(*args, dtype=self.dtype if dtype is None else dtype,
+                    device=self.device if device is None else device,
+                    requires_grad=requires_grad)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (f"`x.{name}(...)`: kit.{name.removeprefix('new_')}(...) with x's dtype and "
+                      f"device unless given (as PyTorch's Tensor.{name}).")
+    return method
+
+
+NEW = {name: _new(name, make) for name, make in (
+    ("new_zeros", zeros), ("new_ones", ones), ("new_empty", empty), ("new_full", full),
+    ("new_tensor", tensor))}
