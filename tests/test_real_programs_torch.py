@@ -354,3 +354,16 @@ def test_autograd_functional_graph_and_strictness(torch):
         F.jacobian(lambda t: torch.ones(2), x, strict=True)
     with pytest.raises(RuntimeError):
         F.vjp(lambda t: t * 2, x)  # a vector output needs v
+
+
+def test_attention_masking_in_place(torch):
+    """Transformer code masks scores in place before the softmax: masked_fill_ on a non-leaf,
+    -inf where the mask is set; the gradient flows around the masked entries."""
+    q = torch.tensor(RNG.standard_normal((3, 4)), requires_grad=True)
+    scores = q @ q.t() / 2.0
+    future = torch.tensor(np.triu(np.ones((3, 3)), 1) > 0)
+    assert scores.masked_fill_(future, -math.inf) is scores
+    weights = torch.softmax(scores, dim=-1)
+    np.testing.assert_allclose(weights.detach().numpy()[0], [1.0, 0.0, 0.0])
+    (weights * torch.tensor(RNG.standard_normal((3, 3)))).sum().backward()
+    assert np.isfinite(q.grad.numpy()).all()
