@@ -22,9 +22,11 @@ _INT64 = np.dtype("int64")
 _BOOL = np.dtype("bool")
 
 
-def default_float():
-    from kit._tensor import _DEFAULT_FLOAT
+_DEFAULT_FLOAT = np.dtype("float32")  # set by kit.set_default_dtype (kit/_creation.py)
 
+
+def default_float():
+    """The dtype Python floats and integer-to-float results get (float32 unless changed)."""
     return _DEFAULT_FLOAT
 
 

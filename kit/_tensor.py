@@ -8,6 +8,7 @@ import weakref
 import numpy as np
 
 from kit import _views, backend, engine
+from kit._promotion import default_float
 from kit.engine import AccumulateGrad
 from kit.grad_mode import STATE
 
@@ -21,7 +22,6 @@ int64 = np.dtype("int64")
 uint8 = np.dtype("uint8")
 bool_ = np.dtype("bool")
 SUPPORTED_DTYPES = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_)
-_DEFAULT_FLOAT = float32
 
 
 # NOTE: a fresh tensor shares this read-only counter (one allocation fewer per op, which the
@@ -116,6 +116,13 @@ class Tensor:
     @grad_fn.setter
     def grad_fn(self, node):
         self._grad_fn = node
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its grad_fn this tensor is (0 for a leaf), as PyTorch's."""
+        if self._base is not None:
+            _views.refresh(self)
+        return self._nr
 
     @property
     def requires_grad(self) -> bool:
@@ -518,13 +525,13 @@ def _as_storage(data):
     if hasattr(data, "shape") and hasattr(data, "dtype") and not isinstance(data, Tensor):
         return data  # a CuPy array (or another backend's)
     if isinstance(data, Tensor):
-        return data._data.astype(_DEFAULT_FLOAT)
+        return data._data.astype(default_float())
     if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
-        return np.zeros((int(data),), _DEFAULT_FLOAT)
+        return np.zeros((int(data),), default_float())
     if isinstance(data, tuple) and data and all(isinstance(n, int) for n in data):
-        return np.zeros(data, _DEFAULT_FLOAT)
+        return np.zeros(data, default_float())
     try:
-        return np.asarray(data, dtype=_DEFAULT_FLOAT)
+        return np.asarray(data, dtype=default_float())
     except (TypeError, ValueError):
         raise TypeError(
             f"kit.Tensor(): cannot make a tensor from {type(data).__name__}. Fix: use "

@@ -9,6 +9,7 @@ Tensor.
 
 from __future__ import annotations
 
+from kit._creation import NEW
 from kit._inplace import _clamp_, _clone, _fill_op, _index_add_, _inplace, _setitem, _zero_
 from kit._tensor import Tensor
 from kit.ops import movement, permute, transpose
@@ -52,6 +53,13 @@ _OTHERS = {
     "zero_": _zero_,
     "clamp_": _clamp_,
     "index_add_": _index_add_,
+    "type_as": lambda s, other: s.to(other.dtype),
+    "is_floating_point": lambda s: s.dtype.kind == "f",
+    "is_contiguous": lambda s: bool(s._data.flags.c_contiguous),
+    # NOTE: flattened and reshaped back, the data is laid out in C order and the gradient flows
+    "contiguous": lambda s: s if s._data.flags.c_contiguous else movement.reshape(
+        movement.reshape(s, (-1,)), s.shape),
+    **NEW,
 }
 
 

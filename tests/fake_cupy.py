@@ -8,6 +8,7 @@ GPU, and it cannot compile CUDA kernels (ElementwiseKernel and RawKernel raise).
 """
 
 import contextlib
+import math
 import sys
 import time
 import types
@@ -154,18 +155,36 @@ def _module():
     return cupy
 
 
+def _special():
+    """cupyx.scipy.special's erf (kit's exact GELU uses it on the GPU), elementwise on the host."""
+    def erf(x):
+        host = _host(x)
+        return _wrap(np.vectorize(math.erf, otypes=[host.dtype])(host))
+
+    special = types.ModuleType("cupyx.scipy.special")
+    special.erf = erf
+    scipy = types.ModuleType("cupyx.scipy")
+    scipy.special = special
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scipy = scipy
+    return {"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
+
+
 @contextlib.contextmanager
 def installed():
-    """Make `import cupy` find the fake, and kit.backend probe again; undo both afterwards."""
-    saved = sys.modules.get("cupy")
+    """Make `import cupy` (and cupyx.scipy.special) find the fake, and kit.backend probe again;
+    undo both afterwards."""
+    fakes = {"cupy": _module(), **_special()}
+    saved = {name: sys.modules.get(name) for name in fakes}
     state = (backend._probe_done, backend._cupy, backend._reason)
-    sys.modules["cupy"] = _module()
+    sys.modules.update(fakes)
     backend._probe_done, backend._cupy, backend._reason = False, None, None
     try:
         yield sys.modules["cupy"]
     finally:
-        if saved is None:
-            sys.modules.pop("cupy", None)
-        else:
-            sys.modules["cupy"] = saved
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
         backend._probe_done, backend._cupy, backend._reason = state

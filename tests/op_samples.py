@@ -74,6 +74,9 @@ D = distinct(3, 4)
 V = uniform(4)
 BOOL = A > 0
 IDX = np.array([2, 0, 2])
+IMAGE, POOLED = uniform(2, 2, 4, 4), distinct(1, 2, 5, 5)  # (N, C, H, W); POOLED has no ties
+CONV = ((1, 1), (0, 0), (1, 1), 1)  # conv2d's (stride, padding, dilation, groups) as normalised
+STRIDED = ((2, 2), (1, 1), (2, 1), 2)
 
 SAMPLES = {
     # elementwise
@@ -136,7 +139,9 @@ SAMPLES = {
                       torch=lambda torch, x, m: x.masked_fill(m, 0.5))],
     "prod": [s(positive(A)), s(positive(M), 1)],
     "all": [s(BOOL), s(BOOL, 1)], "any": [s(BOOL), s(BOOL, 0)],
-    "norm": [s(A), s(M, call=lambda f, x: f(x, 1, 1), torch=lambda torch, x: torch.norm(x, 1, 1))],
+    "norm": [s(A), s(M, call=lambda f, x: f(x, 1, 1), torch=lambda torch, x: torch.norm(x, 1, 1)),
+             s(D, call=lambda f, x: f(x, float("inf"), 1),
+               torch=lambda torch, x: torch.norm(x, float("inf"), 1))],
     "cumsum": [s(M, 1)],
     "var": [s(M, 1)], "std": [s(M, 1)],
     "topk": [s(D, call=lambda f, x: f(x, 2, 1).values,
@@ -150,6 +155,24 @@ SAMPLES = {
                           1, torch.tensor([[0, 2], [1, 1], [3, 0]]), src))],
     "einsum": [s(A, M, call=lambda f, a, b: f("ij,jk->ik", a, b),
                  torch=lambda torch, a, b: torch.einsum("ij,jk->ik", a, b))],
+    # kit/ops/norms.py: torch.linalg's norms
+    "vector_norm": [s(uniform(2, 3, 4), call=lambda f, x: f(x, 3, (0, 2)),
+                      torch=lambda torch, x: torch.linalg.vector_norm(x, 3, (0, 2))),
+                    s(positive(M), call=lambda f, x: f(x, 0.5, 1, True),
+                      torch=lambda torch, x: torch.linalg.vector_norm(x, 0.5, 1, True)),
+                    s(D, call=lambda f, x: f(x, -float("inf")),
+                      torch=lambda torch, x: torch.linalg.vector_norm(x, -float("inf")))],
+    "matrix_norm": [s(uniform(2, 3, 4), torch=lambda torch, x: torch.linalg.matrix_norm(x)),
+                    s(M, call=lambda f, x: f(x, 1),
+                      torch=lambda torch, x: torch.linalg.matrix_norm(x, 1)),
+                    s(uniform(3, 2, 4), call=lambda f, x: f(x, -float("inf"), (0, 2), True),
+                      torch=lambda torch, x: torch.linalg.matrix_norm(
+                          x, -float("inf"), (0, 2), True))],
+    "linalg_norm": [s(uniform(2, 3, 2), torch=lambda torch, x: torch.linalg.norm(x)),
+                    s(M, call=lambda f, x: f(x, float("inf")),
+                      torch=lambda torch, x: torch.linalg.norm(x, float("inf"))),
+                    s(M, call=lambda f, x: f(x, 3, 0),
+                      torch=lambda torch, x: torch.linalg.norm(x, 3, 0))],
     # sorting
     "argsort": [s(D, 1, False), s(D, 0, True)],
     "sort": [s(D, 1, False), s(D, 0, True)],
@@ -160,6 +183,31 @@ SAMPLES = {
     "cross_entropy": [s(M, np.array([0, 3, 1]), torch=_cross_entropy),
                       s(M, uniform(3, 4) ** 2, torch=_cross_entropy)],
     "mse_loss": [s(A, uniform(2, 3), torch=lambda torch, x, t: F(torch).mse_loss(x, t))],
+    # the module layer's primitives (kit/ops/nn.py, kit/ops/conv.py)
+    "erf": [s(A)],
+    "linear": [s(uniform(2, 4), M, B, torch=lambda torch, x, w, b: F(torch).linear(x, w, b)),
+               s(V, M, torch=lambda torch, x, w: F(torch).linear(x, w))],
+    "conv2d": [s(IMAGE, uniform(3, 2, 3, 3), B),
+               s(uniform(1, 4, 5, 5), uniform(4, 2, 2, 2),
+                 call=lambda f, x, w: f(x, w, None, 2, 1, (2, 1), 2),
+                 torch=lambda torch, x, w: torch.conv2d(x, w, None, 2, 1, (2, 1), 2))],
+    "conv2d_input_grad": [
+        s(uniform(2, 3, 2, 2), uniform(3, 2, 3, 3),
+          call=lambda f, g, w: f(g, w, IMAGE.shape, CONV),
+          torch=lambda torch, g, w: torch.nn.grad.conv2d_input(IMAGE.shape, w, g)),
+        s(uniform(1, 4, 3, 3), uniform(4, 2, 2, 2),
+          call=lambda f, g, w: f(g, w, (1, 4, 5, 5), STRIDED),
+          torch=lambda torch, g, w: torch.nn.grad.conv2d_input((1, 4, 5, 5), w, g, *STRIDED))],
+    "conv2d_weight_grad": [
+        s(IMAGE, uniform(2, 3, 2, 2), call=lambda f, x, g: f(x, g, (3, 2, 3, 3), CONV),
+          torch=lambda torch, x, g: torch.nn.grad.conv2d_weight(x, (3, 2, 3, 3), g)),
+        s(uniform(1, 4, 5, 5), uniform(1, 4, 3, 3),
+          call=lambda f, x, g: f(x, g, (4, 2, 2, 2), STRIDED),
+          torch=lambda torch, x, g: torch.nn.grad.conv2d_weight(x, (4, 2, 2, 2), g, *STRIDED))],
+    "max_pool2d": [s(POOLED, call=lambda f, x: f(x, 2),
+                     torch=lambda torch, x: F(torch).max_pool2d(x, 2)),
+                   s(POOLED, call=lambda f, x: f(x, 3, 2, 1, 1, False, True),
+                     torch=lambda torch, x: F(torch).max_pool2d(x, 3, 2, 1, 1, False, True))],
 }
 
 # Binary broadcasting ops: the domain of each operand for the broadcast grid (default: any).

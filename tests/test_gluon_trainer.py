@@ -268,3 +268,28 @@ def test_clip_global_norm_and_split_and_load():
         gluon.utils.split_and_load(batch, [mx.cpu(0)] * 4)
     uneven = gluon.utils.split_and_load(batch, [mx.cpu(0)] * 4, even_split=False)
     assert sum(p.shape[0] for p in uneven) == 6
+
+
+def test_stale_gradients_are_an_error_unless_ignored():
+    """MXNet's Trainer refuses a Parameter no backward reached since the last step (a model that
+    used a subset of its Blocks), before updating anything; ignore_stale_grad skips it."""
+    used, unused = nn.Dense(1, in_units=2), nn.Dense(1, in_units=2)
+    for layer in (used, unused):
+        layer.initialize(mx.init.One())
+    params = list(used.collect_params().values()) + list(unused.collect_params().values())
+    trainer = gluon.Trainer(params, "sgd", {"learning_rate": 0.5})
+    with pytest.raises(UserWarning, match="has not been updated by backward since last `step`"):
+        trainer.step(1)  # no backward yet
+    with autograd.record():
+        out = used(nd.ones((1, 2)))
+    out.backward()
+    with pytest.raises(UserWarning, match=f"`{unused.weight.name}`.*ignore_stale_grad=True"):
+        trainer.step(1)
+    np.testing.assert_array_equal(used.weight.data().asnumpy(), 1)  # nothing was updated
+    trainer.step(1, ignore_stale_grad=True)
+    np.testing.assert_array_equal(used.weight.data().asnumpy(), 0.5)  # 1 - 0.5 * 1
+    np.testing.assert_array_equal(unused.weight.data().asnumpy(), 1)
+    trainer.step(1, ignore_stale_grad=True)  # the used ones are stale now too: no change
+    np.testing.assert_array_equal(used.weight.data().asnumpy(), 0.5)
+    with pytest.raises(UserWarning, match=used.weight.name):
+        gluon.Trainer(used.collect_params(), "sgd", {"learning_rate": 0.5}).update(1)

@@ -166,3 +166,61 @@ def test_small_cnn_trains_to_pytorch_weights():
             opt.step()
     for (name, a), b in zip(ours.state_dict().items(), ref.state_dict().values(), strict=True):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def _cnn_loss(params, x, y):
+    """A small CNN's loss on one batch: conv, max pool, conv, avg pool, linear."""
+    w1, b1, w2, w3, b3 = params
+    h = F.max_pool2d(F.relu(F.conv2d(x, w1, b1, padding=1)), 2)
+    h = F.avg_pool2d(F.conv2d(h, w2, None, groups=2), 2)
+    return F.cross_entropy(F.linear(h.flatten(1), w3, b3), y)
+
+
+def _cnn_params(ensemble=()):
+    shapes = [(4, 2, 3, 3), (4,), (4, 2, 2, 2), (3, 4), (3,)]
+    return [t64(ensemble + shape, grad=False) for shape in shapes]
+
+
+def _stacked(rows):
+    return np.stack([r.numpy() for r in rows])
+
+
+def test_per_sample_gradients_of_a_cnn_under_vmap_match_a_loop():
+    """vmap(grad) over the examples (shared weights): each batching rule's folded form, and the
+    grouped form of the weight gradient (one weight gradient per sample)."""
+    params = _cnn_params()
+    x, y = t64((5, 2, 6, 6), grad=False), kit.tensor(np.array([0, 2, 1, 1, 0]))
+
+    def one(params, x, y):
+        return _cnn_loss(params, x.unsqueeze(0), y.unsqueeze(0))
+
+    grads = kit.func.vmap(kit.func.grad(one), in_dims=(None, 0, 0))(params, x, y)
+    for i, g in enumerate(grads):
+        loop = [kit.func.grad(one)(params, x[k], y[k])[i] for k in range(5)]
+        np.testing.assert_allclose(g.numpy(), _stacked(loop), rtol=1e-10, atol=1e-12)
+
+
+def test_an_ensemble_of_cnns_under_vmap_matches_a_loop():
+    """Weights batched (3 models), data shared, then both batched at two nested levels."""
+    params = _cnn_params((3,))
+    x, y = t64((2, 2, 6, 6), grad=False), kit.tensor(np.array([1, 2]))
+    losses = kit.func.vmap(_cnn_loss, in_dims=(0, None, None))(params, x, y)
+    loop = [_cnn_loss([p[m] for p in params], x, y) for m in range(3)]
+    np.testing.assert_allclose(losses.numpy(), _stacked(loop), rtol=1e-10)
+    xs = t64((4, 2, 2, 6, 6), grad=False)
+    per_example = kit.func.vmap(kit.func.grad(_cnn_loss), in_dims=(None, 0, None))
+    per_model_grads = kit.func.vmap(per_example, in_dims=(0, None, None))(params, xs, y)
+    for i, g in enumerate(per_model_grads):
+        assert g.shape == (3, 4) + tuple(params[i].shape[1:])
+        for m, k in ((0, 0), (2, 3), (1, 2)):
+            ref = kit.func.grad(_cnn_loss)([p[m] for p in params], xs[k], y)[i]
+            np.testing.assert_allclose(g[m, k].numpy(), ref.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_max_pool_indices_under_vmap():
+    xs = t64((3, 1, 2, 4, 4), grad=False)
+    values, indices = kit.func.vmap(lambda x: F.max_pool2d(x, 2, return_indices=True))(xs)
+    for k in range(3):
+        v, i = F.max_pool2d(xs[k], 2, return_indices=True)
+        np.testing.assert_array_equal(values[k].numpy(), v.numpy())
+        np.testing.assert_array_equal(indices[k].numpy(), i.numpy())

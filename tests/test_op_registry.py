@@ -28,7 +28,17 @@ from kit import _modes
 from kit._modes import Mode
 from kit.func import vmap
 from kit.func._batched import RULES
-from kit.ops import _registry, composite, elementwise, linalg, movement, reductions, sorting
+from kit.ops import (
+    _registry,
+    composite,
+    conv,
+    elementwise,
+    linalg,
+    movement,
+    nn,
+    reductions,
+    sorting,
+)
 from kit.ops._registry import OPS
 
 CASES = [pytest.param(name, i, id=f"{name}-{i}")
@@ -92,9 +102,9 @@ def test_every_declared_op_has_a_sample_input():
 def test_every_public_function_of_a_family_file_is_declared():
     """What kit.ops publishes comes from the registry, so an undeclared op would be invisible."""
     helpers = {"normalize_axis", "kept_shape", "expand_back", "shape_arg", "expand_shape",
-               "where_", "fused_cross_entropy", "concatenate"}
+               "where_", "fused_cross_entropy", "concatenate", "pair_arg", "out_size"}
     declared = {op.fn for op in OPS.values()}
-    for module in (elementwise, reductions, movement, linalg, sorting, composite):
+    for module in (elementwise, reductions, movement, linalg, sorting, composite, nn, conv):
         for name, fn in vars(module).items():
             if callable(fn) and getattr(fn, "__module__", None) == module.__name__ and \
                     not name.startswith("_") and not isinstance(fn, type) and name not in helpers:

@@ -302,6 +302,8 @@ def test_lesson_03_runs_unchanged_on_pytorch():
 @pytest.mark.parametrize("module", [
     "kit.torch", "kit.torch._dtypes", "kit.torch._functions", "kit.torch.autograd",
     "kit.torch.autograd.function", "kit.torch.nn", "kit.torch.nn.functional", "kit.torch.cuda",
+    "kit.torch.linalg", "kit._creation", "kit.ops.norms", "kit.torch.autograd.functional",
+    "kit.torch.autograd.variable",
 ])
 def test_docstring_examples_run(module):
     import doctest

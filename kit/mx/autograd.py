@@ -13,9 +13,8 @@ from kit import backend
 from kit._modes import STATE, set_switch
 from kit.engine import AccumulateGrad
 from kit.mx._autograd_function import Function
-from kit.mx.base import MXNetError, mxnet_errors, scope
+from kit.mx.base import MXNetError, call, mxnet_errors, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
-from kit.ops._record import data_of
 
 __all__ = [
     "Function", "backward", "grad", "is_recording", "is_training", "mark_variables", "pause",
@@ -112,7 +111,7 @@ def _heads(heads, head_grads, who):
     for h, g in zip(heads, head_grads, strict=True):
         if not isinstance(h, NDArray):
             raise TypeError(f"{who}: heads must be NDArrays, got {type(h).__name__}")
-        if h._t.grad_fn is None:
+        if _node_of(h._t) is None:
             raise MXNetError(_NOT_IN_GRAPH)
         outputs.append(h._t)
         if g is None:  # NOTE: MXNet's implicit head gradient is all ones, for any shape
@@ -121,9 +120,19 @@ def _heads(heads, head_grads, who):
     return heads, outputs, grads
 
 
+def _node_of(t):
+    """t's grad_fn (None for a leaf).
+
+    NOTE: read without Tensor.grad_fn, which gives every node of the graph its PyTorch-named
+    class (kit.engine.typed): a training step's graph then keeps the one plain node type its
+    reverse pass is fastest with, and is not walked once more per backward.
+    """
+    return t._grad_fn if t.requires_grad else None
+
+
 def _graph_variables(outputs):
     """The leaves reached from `outputs`; raises MXNet's error if part of the graph was freed."""
-    stack = [t.grad_fn for t in outputs]
+    stack = [_node_of(t) for t in outputs]
     seen = set(stack)
     leaves = []
     while stack:
@@ -146,18 +155,6 @@ def _consume(heads):
         h._t = h._t.detach()
 
 
-def _owned(g, buffer, claimed):
-    """Whether the gradient `g` is a fresh array that nothing else holds: not a view, not a
-    head gradient, not given to another variable, and laid out as the buffer."""
-    data = data_of(g)
-    if id(data) in claimed:
-        return False
-    claimed.add(id(data))
-    return (g.grad_fn is None and getattr(data, "base", None) is None
-            and type(data) is type(buffer) and data.dtype == buffer.dtype
-            and data.shape == buffer.shape)
-
-
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # noqa: A002
     """Compute the gradients of `heads` and store them in the variables' grad buffers.
 
@@ -169,30 +166,45 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
     array([3., 3.], dtype=float32)
     """
     heads, outputs, grads = _heads(heads, head_grads, "backward")
-    variables, slots = [], []
-    for v in _graph_variables(outputs):
-        slot = variable_slot(v)
-        if slot is not None:
-            variables.append(v)
-            slots.append(slot)
-    with scope(training=train_mode), mxnet_errors():
-        found = kit_autograd.grad(outputs, variables, grads, retain_graph=retain_graph,
-                                  allow_unused=True) if variables else ()
-    claimed = {id(data_of(g)) for g in grads}
-    for slot, g in zip(slots, found, strict=True):
-        buffer = slot.grad._t._data
-        if slot.req == "write":
-            if g is not None and _owned(g, buffer, claimed):
-                # NOTE: the buffer NDArray takes the fresh gradient's storage instead of a copy
-                # of it (a memory pass per step in a training loop); `x.grad` stays the same
-                # NDArray, so references to it see the new values, as in MXNet.
-                slot.grad._t = g
-            else:
-                buffer[...] = 0 if g is None else g._data
-        elif slot.req == "add" and g is not None:
-            buffer += g._data
+    # NOTE: the engine's own reverse pass accumulates into the leaves' kit-level .grad, which an
+    # MXNet variable does not use: cleared first and restored after, each variable's fresh
+    # gradient is read from there into its grad buffer. (The engine copies a gradient that is a
+    # view or is shared, so a 'write' buffer can take the array itself: no copy per step.)
+    leaves = [leaf for leaf in _graph_variables(outputs) if leaf is not None]
+    kept = [leaf._grad for leaf in leaves]
+    for leaf in leaves:
+        leaf._grad = None
+    try:
+        if STATE.training == bool(train_mode):
+            call(kit_autograd.backward, outputs, grads, retain_graph)
+        else:
+            with scope(training=train_mode):
+                call(kit_autograd.backward, outputs, grads, retain_graph)
+        for leaf in leaves:
+            slot = variable_slot(leaf)
+            if slot is not None:
+                _store(slot, leaf._grad)
+    finally:
+        for leaf, grad in zip(leaves, kept, strict=True):
+            leaf._grad = grad
     if not retain_graph:
         _consume(heads)
+
+
+def _store(slot, g):
+    """MXNet's grad_req: 'write' replaces the buffer's values (zeros where no gradient came),
+    'add' adds to them; either way the gradient is fresh for the next Trainer step."""
+    slot.fresh = True
+    if slot.req == "write":
+        if g is None:
+            slot.grad._t._data[...] = 0
+        else:
+            # NOTE: the buffer NDArray takes the fresh gradient's storage instead of a copy of
+            # it (a memory pass per step in a training loop); `x.grad` stays the same NDArray,
+            # so references to it see the new values, as in MXNet.
+            slot.grad._t = g
+    elif g is not None:
+        slot.grad._t._data += g._data
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,

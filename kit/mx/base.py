@@ -138,15 +138,31 @@ def mxnet_errors():
     raise failure  # outside the except block, so the original is not chained to itself
 
 
+def call(fn, *args, **kwargs):
+    """fn(*args, **kwargs), its errors coming back as MXNet's (as mxnet_errors, without the
+    cost of a context manager: this is on every kit.mx op's path)."""
+    try:
+        return fn(*args, **kwargs)
+    except MXNetError:
+        raise
+    except Exception as exc:
+        failure = as_mxnet_error(exc)
+    raise failure  # outside the except block, so the original is not chained to itself
+
+
 def run(fn, *args, **kwargs):
     """Call a kit op with kit's grad mode set to MXNet's recording flag; errors come back as
     MXNet's (mxnet_errors).
 
     NOTE: kit records by default (as PyTorch); MXNet records only inside autograd.record(), so
-    every kit.mx op runs with kit's grad mode set to MXNet's recording flag.
+    every kit.mx op runs with kit's grad mode set to MXNet's recording flag. Inside record() the
+    two already agree, and no mode is entered (a training step's ops take this path).
     """
-    with GradMode(STATE.recording), mxnet_errors():
-        return fn(*args, **kwargs)
+    recording = STATE.recording
+    if STATE.enabled == recording:
+        return call(fn, *args, **kwargs)
+    with GradMode(recording):
+        return call(fn, *args, **kwargs)
 
 
 class scope(Mode):  # noqa: N801 - used like autograd.record()

@@ -21,13 +21,15 @@ GRAD_REQS = ("write", "add", "null")
 
 
 class _GradSlot:
-    """What attach_grad gives a variable: its grad_req and its gradient buffer."""
+    """What attach_grad gives a variable: its grad_req, its gradient buffer, and whether a
+    backward wrote the buffer since the last Trainer step (MXNet's `_fresh_grad`)."""
 
-    __slots__ = ("req", "grad")
+    __slots__ = ("req", "grad", "fresh")
 
     def __init__(self, req, grad):
         self.req = req
         self.grad = grad
+        self.fresh = False
 
 
 # NOTE: which arrays are variables is a fact about the arrays, shared by all threads (not a

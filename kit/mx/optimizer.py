@@ -150,7 +150,7 @@ class SGD(Optimizer):
     def update(self, index, weight, grad, state):
         self._update_count(index)
         maths.mxnet_sgd_update(
-            weight.tensor, grad.tensor, state, self._get_lr(index), self.momentum,
+            weight._t, grad._t, state, self._get_lr(index), self.momentum,
             self._get_wd(index) if self.wd else 0.0, self.rescale_grad, self.clip_gradient,
         )
 
@@ -173,7 +173,7 @@ class Adam(Optimizer):
     def update(self, index, weight, grad, state):
         t = self._update_count(index)
         maths.mxnet_adam_update(
-            weight.tensor, grad.tensor, state, self._get_lr(index), t, self.beta1, self.beta2,
+            weight._t, grad._t, state, self._get_lr(index), t, self.beta1, self.beta2,
             self.epsilon, self._get_wd(index), self.rescale_grad, self.clip_gradient,
         )
 

@@ -12,7 +12,6 @@ import math
 
 from kit._creation import arange, ones, rand
 from kit.ops import conv
-from kit.ops._vmap import VMAP
 from kit.ops.composite import _reduce, log_softmax, mse_loss, relu, softmax
 from kit.ops.composite import cross_entropy as fused_cross_entropy
 from kit.ops.elementwise import abs as abs_
@@ -32,14 +31,8 @@ __all__ = [
 
 
 def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword
-    """input @ weight.T + bias, with weight of shape (out_features, in_features).
-
-    One fused node (kit/ops/nn.py says why); under kit.func.vmap, which has batching rules for
-    the core primitives only, it is spelt with them.
-    """
-    if VMAP.depth:
-        out = input @ weight.mT
-        return out if bias is None else out + bias
+    """input @ weight.T + bias, with weight of shape (out_features, in_features): one fused node
+    (kit/ops/nn.py says why)."""
     return fused_linear(input, weight, bias)
 
 

@@ -4,7 +4,9 @@ Every op is declared once, in its family file (kit/ops/_registry.py says how); t
 exports each declared op under its Python name, and kit/_tensor_methods.py makes the Tensor's
 operators and methods from the same declarations.
 
-Primitives (own gradient code): elementwise, reductions, movement, linalg, losses.
+Primitives (own gradient code): elementwise, reductions, movement, linalg, losses, and the
+module layer's nn (linear, erf) and conv (conv2d, max_pool2d) (imported here, so that kit.func's
+vmap rule table, built from the registry when kit is imported, has them too).
 Composites (none): sorting.sort/index_add, composite.relu/softmax/log_softmax/mse_loss,
 linalg.dot/mm/outer, movement.movedim/broadcast_to.
 """
@@ -13,10 +15,13 @@ from __future__ import annotations
 
 from kit.ops import (
     composite,
+    conv,  # noqa: F401 - imported to declare its ops (not in __all__: see below)
     elementwise,
     extra,
     linalg,
     movement,
+    nn,  # noqa: F401 - the same
+    norms,
     reductions,
     sorting,
     view_ops,
@@ -26,8 +31,10 @@ from kit.ops._registry import OPS
 globals().update({op.fn.__name__: op.fn for op in OPS.values() if op.public})
 concatenate = movement.cat  # NumPy's name for cat
 
-__all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "reductions",
-           "sorting", "view_ops"]
+# NOTE: conv and nn are left out of __all__: `from kit.ops import *` in kit/__init__ would make
+# kit.nn this module instead of the module layer.
+__all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "norms",
+           "reductions", "sorting", "view_ops"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 

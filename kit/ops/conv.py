@@ -19,7 +19,7 @@ import numpy as np
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import check_same_device, data_of, record
-from kit.ops._vmap import VMAP
+from kit.ops._registry import primitive
 from kit.ops.movement import index_put_add
 
 
@@ -101,10 +101,10 @@ def _input_grad_kernel(g, w, x_shape, conf):
     return gx[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + wd]
 
 
-def _dispatch(kernel, primitive, a, b, *args):
+def _dispatch(kernel, recording, a, b, *args):
     """The array kernel during a first-order backward; the recording primitive otherwise."""
     if isinstance(a, Tensor) or isinstance(b, Tensor):
-        return primitive(a, b, *args)
+        return recording(a, b, *args)
     return kernel(a, b, *args)
 
 
@@ -129,10 +129,9 @@ def _conv2d_rule(node, g, x, w):
     return gx, gw, gb
 
 
+@primitive("conv2d", grad=_conv2d_rule, saves="x, weight", batch="conv2d")
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D cross-correlation of x (N, C, H, W) with weight (O, C / groups, kh, kw), plus bias."""
-    if VMAP.depth:
-        return VMAP.dispatch("conv2d", conv2d, x, weight, bias, stride, padding, dilation, groups)
     conf = _check(x, weight, bias, stride, padding, dilation, groups)
     out = _forward_kernel(data_of(x), data_of(weight), conf)
     if bias is not None:
@@ -147,6 +146,8 @@ def _input_grad_rule(node, u, g, w):
     return gg, gw
 
 
+@primitive("conv2d_input_grad", grad=_input_grad_rule, saves="g, weight",
+           batch="conv2d_input_grad", public=False)
 def conv2d_input_grad(g, weight, x_shape, conf):
     """The gradient of conv2d with respect to its input, as a (differentiable) primitive."""
     out = _input_grad_kernel(data_of(g), data_of(weight), tuple(x_shape), conf)
@@ -160,6 +161,8 @@ def _weight_grad_rule(node, u, x, g):
     return gx, gg
 
 
+@primitive("conv2d_weight_grad", grad=_weight_grad_rule, saves="x, g",
+           batch="conv2d_weight_grad", public=False)
 def conv2d_weight_grad(x, g, w_shape, conf):
     """The gradient of conv2d with respect to its weight, as a (differentiable) primitive."""
     out = _weight_grad_kernel(data_of(x), data_of(g), tuple(w_shape), conf)
@@ -214,12 +217,10 @@ def _max_pool_rule(node, g):
     return (index_put_add(g.reshape((-1,)), flat, (size,)).reshape(shape),)
 
 
+@primitive("max_pool2d", grad=_max_pool_rule, batch="max_pool2d")
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """The maximum of each window; the gradient goes to the (first) maximal element."""
-    if VMAP.depth:
-        return VMAP.dispatch("max_pool2d", max_pool2d, x, kernel_size, stride, padding, dilation,
-                             ceil_mode, return_indices)
     if not isinstance(x, Tensor) or x.ndim != 4:
         raise ValueError(
             f"kit.max_pool2d: expected a 4-D tensor (N, C, H, W), got "

@@ -12,8 +12,8 @@ import operator
 import numpy as np
 
 from kit import backend
-from kit._promotion import result_type
-from kit._tensor import Tensor, float32
+from kit._promotion import default_float, result_type
+from kit._tensor import Tensor
 from kit.engine import OUTPUT
 from kit.ops._record import (
     as_dtype_of,
@@ -85,7 +85,7 @@ def _unary(op, compute, rule, save, floating=True, **names):
         out = compute(xp, d)
         if out.dtype is not d.dtype and floating and d.dtype.kind in "biu":
             # NOTE: tested after computing (one identity test on the common float path)
-            out = compute(xp, d.astype(float32))
+            out = compute(xp, d.astype(default_float()))
         return record(op, rule, out, (x,), (x,) if save == "x" else saves_output)
 
     fn.__name__ = fn.__qualname__ = op
@@ -131,7 +131,7 @@ def _div_rule(node, g, a, b):
 def _true_divide(x, y):
     out = x / y
     if _integral(x) and _integral(y):
-        out = out.astype(float32)  # NOTE: int / int gives float32, as in PyTorch (NumPy: float64)
+        out = out.astype(default_float())  # NOTE: int / int is float32 as in PyTorch (NumPy: f64)
     return out
 
 

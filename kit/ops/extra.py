@@ -1,10 +1,11 @@
-"""Issue 12's tensor functions (masked_fill, prod, all/any, norm, cumsum, var/std, topk, gather,
-scatter_add, einsum): composites over existing primitives, so they own no gradient code and batch
-under vmap and run on the GPU through those primitives."""
+"""Issue 12's tensor functions (masked_fill, prod, all/any, cumsum, var/std, topk, gather,
+scatter_add, einsum; the norms are in norms.py): composites over existing primitives, so they own
+no gradient code and batch under vmap and run on the GPU through those primitives."""
 
 from __future__ import annotations
 
 import builtins
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -13,13 +14,10 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import data_of
 from kit.ops._registry import composite
-from kit.ops.elementwise import abs as abs_
 from kit.ops.elementwise import eq, ne, sqrt, where
 from kit.ops.linalg import matmul
 from kit.ops.movement import astype, getitem, index_put_add, movedim, permute, reshape, unsqueeze
-from kit.ops.reductions import max as max_
 from kit.ops.reductions import mean, normalize_axis
-from kit.ops.reductions import min as min_
 from kit.ops.reductions import sum as sum_
 from kit.ops.sorting import sort
 
@@ -98,45 +96,10 @@ def any(x, dim=None, keepdim=False):  # noqa: A001 - PyTorch's name
     return _truth(x, dim, keepdim, "any", ne, ne)
 
 
-def _floating(x, op):
+def require_floating(x, op):
     if x.dtype.kind not in "fc":
         raise RuntimeError(f"kit.{op}: expected a floating point tensor, got {x.dtype} (as in "
                            f"PyTorch). Fix: x.float().{op}(...)")
-
-
-def _vector_norm(x, p, dim, keepdim, op):
-    _floating(x, op)
-    axes = normalize_axis(dim, x.ndim, op)
-    if p == float("inf"):
-        return max_(abs_(x), axes, keepdim)
-    if p == -float("inf"):
-        return min_(abs_(x), axes, keepdim)
-    if p == 2:
-        # NOTE: at x = 0 the gradient of sqrt is inf (PyTorch's norm gives 0 there).
-        return sqrt(sum_(x * x, axes, keepdim))
-    if p == 1:
-        return sum_(abs_(x), axes, keepdim)
-    if p == 0:
-        return sum_(astype(ne(x, 0), x.dtype), axes, keepdim)
-    if not isinstance(p, (int, float)):
-        raise ValueError(f"kit.{op}: p must be a number or 'fro', got {p!r}")
-    return sum_(abs_(x) ** p, axes, keepdim) ** (1.0 / p)
-
-
-@composite("norm", methods=("norm",), torch="norm")
-def norm(x, p="fro", dim=None, keepdim=False):
-    """The p-norm over `dim` (all elements if None): p=2 ('fro'), 1, inf, -inf or any number.
-
-    >>> import kit
-    >>> kit.tensor([3., 4.]).norm()
-    tensor(5.)
-    """
-    if p == "fro" or p is None:
-        p = 2
-    elif isinstance(p, str):
-        raise NotImplementedError(f"kit.norm: p={p!r} is not implemented (kit has the vector "
-                                  f"norms and 'fro'). Fix: p=2, 1 or float('inf')")
-    return _vector_norm(x, p, dim, keepdim, "norm")
 
 
 @composite("cumsum", methods=("cumsum",), torch="cumsum")
@@ -169,23 +132,31 @@ def _correction(unbiased, correction, op):
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over `dim`, divided by N - correction (PyTorch 2.x: correction=1 default;
     unbiased=False is correction=0)."""
-    _floating(x, "var")
+    return _variance(x, dim, unbiased, keepdim, correction, "var")
+
+
+def _variance(x, dim, unbiased, keepdim, correction, op):
+    require_floating(x, op)
     if unbiased is not None and not isinstance(unbiased, bool):
-        raise TypeError(f"kit.var: unbiased must be a bool, got {unbiased!r}. Fix: "
+        raise TypeError(f"kit.{op}: unbiased must be a bool, got {unbiased!r}. Fix: "
                         f"correction=1 (or 0)")
-    c = _correction(unbiased, correction, "var")
-    axes = normalize_axis(dim, x.ndim, "var")
-    centred = x - mean(x, axes, True)
-    # NOTE: N <= correction divides by zero or less: inf/nan, as PyTorch (which also warns).
+    c = _correction(unbiased, correction, op)
+    axes = normalize_axis(dim, x.ndim, op)
+    n = _count(x, axes)
+    if n - c <= 0:
+        # NOTE: PyTorch's warning and result: x / 0 is inf, 0 / 0 (one element, or none) NaN
+        warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      f"than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=3)
+    centred = x - mean(x, axes, True) if n else x  # (the mean of nothing would warn)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return sum_(centred * centred, axes, keepdim) / max(0, _count(x, axes) - c)
+        return sum_(centred * centred, axes, keepdim) / max(0, n - c)
 
 
 @composite("std", methods=("std",), torch="std")
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """sqrt(var(x, ...)): the standard deviation, with var's correction."""
-    _floating(x, "std")
-    return sqrt(var(x, dim, unbiased, keepdim, correction=correction))
+    return sqrt(_variance(x, dim, unbiased, keepdim, correction, "std"))
 
 
 @composite("topk", methods=("topk",), torch="topk")

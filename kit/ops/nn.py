@@ -23,7 +23,7 @@ import numpy as np
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import check_same_device, data_of, record
-from kit.ops._vmap import VMAP
+from kit.ops._registry import primitive
 from kit.ops.elementwise import exp_
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -35,10 +35,10 @@ def _erf_rule(node, g, x):
     return (g * _TWO_OVER_SQRT_PI * exp_(-(x * x)),)
 
 
+@primitive("erf", grad=_erf_rule, saves="x", batch="elementwise", methods=("erf",),
+           torch="erf", mx="erf")
 def erf(x):
     """The error function, elementwise: erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt."""
-    if VMAP.depth:
-        return VMAP.dispatch("erf", erf, x)
     if not isinstance(x, Tensor):
         raise TypeError(f"kit.erf: expected a Tensor, got {type(x).__name__}")
     d = data_of(x)
@@ -67,10 +67,9 @@ def _linear_rule(node, g, x, w):
     return gx, gw, gb
 
 
+@primitive("linear", grad=_linear_rule, saves="x, weight", batch="linear")
 def linear(x, weight, bias=None):
     """x @ weight.T + bias as one node, weight of shape (out_features, in_features)."""
-    if VMAP.depth:
-        return VMAP.dispatch("linear", linear, x, weight, bias)
     if not (isinstance(x, Tensor) and isinstance(weight, Tensor)
             and (bias is None or isinstance(bias, Tensor))):
         wrong = next(t for t in (x, weight, bias) if t is not None and not isinstance(t, Tensor))
@@ -99,15 +98,3 @@ def linear(x, weight, bias=None):
         out += b
     return record("linear", _linear_rule, out, (x, weight, bias), (x, weight))
 
-
-def _register_batching_rules():
-    # NOTE: kit.func owns the batching machinery; kit is fully imported before this module is
-    # (nothing in kit/__init__ imports it), so importing kit.func here makes no cycle.
-    from kit.func._batched import BatchedTensor, rule
-
-    @rule("erf")
-    def _erf_batched(fn, x):
-        return BatchedTensor(fn(x.value), x.levels)
-
-
-_register_batching_rules()

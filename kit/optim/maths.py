@@ -20,17 +20,19 @@ import functools
 
 from kit._creation import tensor, zeros_like
 from kit._tensor import float32
-from kit.grad_mode import no_grad
+from kit.grad_mode import STATE, no_grad
 from kit.ops.elementwise import maximum, sqrt
 
 
 def _under_no_grad(fn):
-    """The public update enters no_grad itself; `update.raw` skips that, for a caller that is
-    already under no_grad for a whole step (Optimizer.step: one entry instead of one per
-    parameter)."""
+    """The public update enters no_grad itself unless grad mode is off already (a gluon Trainer
+    step: one entry instead of one per parameter); `update.raw` skips even the test, for a
+    caller that is under no_grad for a whole step (Optimizer.step)."""
 
     @functools.wraps(fn)
     def update(*args, **kwargs):
+        if not STATE.enabled:
+            return fn(*args, **kwargs)
         with no_grad():
             return fn(*args, **kwargs)
 
@@ -141,6 +143,7 @@ def _mxnet_grad(grad, rescale_grad, clip_gradient):
     return grad
 
 
+@_under_no_grad
 def mxnet_sgd_update(weight, grad, state, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
                      clip_gradient=None):
     """MXNet's SGD: without momentum `w = w - lr * (rescale * g + wd * w)`; with it
@@ -153,24 +156,24 @@ def mxnet_sgd_update(weight, grad, state, lr, momentum=0.0, wd=0.0, rescale_grad
     >>> w  # mom = -0.5, then 0.9 * -0.5 - 0.5 = -0.95
     tensor([-0.4500])
     """
-    with no_grad():
-        if clip_gradient is None and momentum == 0 and wd == 0:
-            # NOTE: the bare-tensor step's arithmetic (one temporary, in place): w -= g * lr'.
-            weight.sub_(grad * (lr * rescale_grad))
-            return
-        step = _mxnet_grad(grad, rescale_grad, clip_gradient)
-        if wd != 0:
-            step = step + weight * wd
-        if momentum == 0:
-            weight.sub_(step * lr)
-            return
-        mom = state.get("mom")
-        if mom is None:
-            mom = state["mom"] = zeros_like(weight)
-        mom.mul_(momentum).sub_(step * lr)
-        weight.add_(mom)
+    if clip_gradient is None and momentum == 0 and wd == 0:
+        # NOTE: the bare-tensor step's arithmetic (one temporary, in place): w -= g * lr'.
+        weight.sub_(grad * (lr * rescale_grad))
+        return
+    step = _mxnet_grad(grad, rescale_grad, clip_gradient)
+    if wd != 0:
+        step = step + weight * wd
+    if momentum == 0:
+        weight.sub_(step * lr)
+        return
+    mom = state.get("mom")
+    if mom is None:
+        mom = state["mom"] = zeros_like(weight)
+    mom.mul_(momentum).sub_(step * lr)
+    weight.add_(mom)
 
 
+@_under_no_grad
 def mxnet_adam_update(weight, grad, state, lr, t, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0.0,
                       rescale_grad=1.0, clip_gradient=None):
     """MXNet's Adam at update count `t` (1 on the first step): `g = rescale * g + wd * w`,
@@ -183,15 +186,14 @@ def mxnet_adam_update(weight, grad, state, lr, t, beta1=0.9, beta2=0.999, epsilo
     >>> round(w.item(), 6)  # the first step moves every weight by about lr
     0.9
     """
-    with no_grad():
-        g = _mxnet_grad(grad, rescale_grad, clip_gradient)
-        if wd != 0:
-            g = g + weight * wd
-        if "mean" not in state:
-            state["mean"] = zeros_like(weight)
-            state["var"] = zeros_like(weight)
-        mean, var = state["mean"], state["var"]
-        mean.mul_(beta1).add_(g * (1 - beta1))
-        var.mul_(beta2).add_(g * g * (1 - beta2))
-        step_size = lr * (1 - beta2**t) ** 0.5 / (1 - beta1**t)
-        weight.sub_(mean * step_size / (sqrt(var) + epsilon))
+    g = _mxnet_grad(grad, rescale_grad, clip_gradient)
+    if wd != 0:
+        g = g + weight * wd
+    if "mean" not in state:
+        state["mean"] = zeros_like(weight)
+        state["var"] = zeros_like(weight)
+    mean, var = state["mean"], state["var"]
+    mean.mul_(beta1).add_(g * (1 - beta1))
+    var.mul_(beta2).add_(g * g * (1 - beta2))
+    step_size = lr * (1 - beta2**t) ** 0.5 / (1 - beta1**t)
+    weight.sub_(mean * step_size / (sqrt(var) + epsilon))

@@ -15,21 +15,28 @@ defaults (Python floats give float32), grad modes and autograd.Function. Everyth
 """
 
 import importlib
+import math
 
 from kit import Tensor
 from kit._creation import (
     arange,
     empty,
+    empty_like,
     eye,
     from_numpy,
     full,
+    full_like,
     linspace,
     manual_seed,
     ones,
     ones_like,
     rand,
+    rand_like,
     randint,
     randn,
+    randn_like,
+    set_default_device,
+    set_default_dtype,
     tensor,
     zeros,
     zeros_like,
@@ -46,7 +53,7 @@ from kit.grad_mode import (
 from kit.ops._registry import published
 from kit.ops.movement import broadcast_shapes
 from kit.serialization import load, save
-from kit.torch import autograd, cuda, nn, optim, serialization, utils
+from kit.torch import autograd, cuda, linalg, nn, optim, serialization, utils
 from kit.torch._dtypes import (
     bool,
     device,
@@ -76,6 +83,8 @@ from kit.torch._functions import (
     cat,
     concat,
     equal,
+    get_default_device,
+    get_default_dtype,
     is_tensor,
     isclose,
     logsumexp,
@@ -90,6 +99,8 @@ from kit.torch._functions import (
     sub,
     sum,
 )
+
+inf, nan, pi, e = math.inf, math.nan, math.pi, math.e  # Python floats, as torch's
 
 # kit's ops under the names their declarations publish in kit.torch (kit/ops/_registry.py).
 _FROM_REGISTRY = {name: op.fn for name, op in published("torch")}
@@ -120,3 +131,6 @@ __all__ = [
 ]
 __all__ += sorted(_FROM_REGISTRY)
 __all__ += ["Generator", "load", "optim", "save", "serialization", "utils"]  # the module layer
+__all__ += ["e", "empty_like", "full_like", "get_default_device", "get_default_dtype", "inf",
+            "linalg", "nan", "pi", "rand_like", "randn_like", "set_default_device",
+            "set_default_dtype"]

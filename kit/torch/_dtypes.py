@@ -56,6 +56,14 @@ int32 = int = dtype("int32", "int32")  # noqa: A001
 int64 = long = dtype("int64", "int64")
 uint8 = dtype("uint8", "uint8")
 bool = dtype("bool", "bool")  # noqa: A001
+_BY_NUMPY = {d.dtype: d for d in (float16, float32, float64, int8, int16, int32, int64, uint8,
+                                  bool)}
+
+
+def of(numpy_dtype):
+    """The torch-style dtype object for a kit (NumPy) dtype: of(np.dtype("float32")) is
+    torch.float32."""
+    return _BY_NUMPY[np.dtype(numpy_dtype)]
 
 
 class device(str):  # noqa: N801 - PyTorch's name

@@ -11,6 +11,7 @@ import numpy as np
 
 import kit
 from kit import Tensor
+from kit.torch import _dtypes
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -248,3 +249,23 @@ def _two_tensors(op):
 
 maximum = _two_tensors("maximum")
 minimum = _two_tensors("minimum")
+
+
+def get_default_dtype():
+    """The default float dtype as a torch dtype (torch.float32 unless set_default_dtype changed it).
+
+    >>> import kit.torch as torch
+    >>> torch.get_default_dtype()
+    torch.float32
+    """
+    return _dtypes.of(kit.get_default_dtype())
+
+
+def get_default_device():
+    """The device factories use when none is given, as a torch.device.
+
+    >>> import kit.torch as torch
+    >>> torch.get_default_device()
+    device(type='cpu')
+    """
+    return _dtypes.device(kit.get_default_device())

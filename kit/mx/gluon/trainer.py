@@ -15,6 +15,7 @@ array([0.], dtype=float32)
 
 from __future__ import annotations
 
+from kit.grad_mode import no_grad
 from kit.mx import optimizer as opt
 from kit.mx.gluon.parameter import Parameter
 from kit.mx.gluon.parameter_dict import ParameterDict
@@ -79,11 +80,12 @@ class Trainer:
     def step(self, batch_size, ignore_stale_grad=False):
         """One update of every Parameter, with gradients scaled by 1 / batch_size.
 
-        NOTE: MXNet also refuses a Parameter whose gradient backward did not refresh since the
-        last step (unless ignore_stale_grad); kit updates it with the gradient it holds.
+        As MXNet, a Parameter whose gradient no backward wrote since the last step is an error
+        (UserWarning, raised before anything is updated); with ignore_stale_grad=True such
+        Parameters are skipped instead.
         """
         self._optimizer.rescale_grad = self._scale / batch_size
-        self._update()
+        self._update(ignore_stale_grad)
 
     def allreduce_grads(self):
         """Sum gradients across devices: with one copy of each Parameter, nothing to do."""
@@ -92,13 +94,28 @@ class Trainer:
         """The update half of step(), for use after allreduce_grads()."""
         self.step(batch_size, ignore_stale_grad)
 
-    def _update(self):
-        updater = self._updater
+    def _update(self, ignore_stale_grad=False):
+        updates = []
         for i, param in enumerate(self._params):
             if param._grad_req == "null":
                 continue
             weight = param._var if param._var is not None else param.data()
-            updater(i, weight.grad, weight)
+            if weight._slot.fresh:
+                updates.append((i, weight))
+            elif not ignore_stale_grad:
+                raise UserWarning(
+                    f"Gradient of Parameter `{param.name}` on context {weight.context} has not "
+                    f"been updated by backward since last `step`. This could mean a bug in your "
+                    f"model that made it only use a subset of the Parameters (Blocks) for this "
+                    f"iteration. If you are intentionally only using a subset, call step with "
+                    f"ignore_stale_grad=True to suppress this warning and skip updating of "
+                    f"Parameters with stale gradient"
+                )
+        updater = self._updater
+        with no_grad():  # once for the step; the update maths then enters no mode itself
+            for i, weight in updates:
+                updater(i, weight.grad, weight)
+                weight._slot.fresh = False
 
     def save_states(self, fname):
         """Write the optimiser's states (momenta, Adam moments, update counts) to `fname`."""

@@ -19,11 +19,12 @@ from kit.grad_mode import (
     set_grad_enabled,
 )
 from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
-from kit.torch.autograd import function
+from kit.torch.autograd import function, functional
 from kit.torch.autograd.function import Function
+from kit.torch.autograd.variable import Variable
 
 __all__ = [
-    "Function", "GradcheckError", "backward", "detect_anomaly", "enable_grad", "function",
-    "grad", "gradcheck", "gradgradcheck", "inference_mode", "is_anomaly_enabled", "no_grad",
-    "set_grad_enabled",
+    "Function", "GradcheckError", "Variable", "backward", "detect_anomaly", "enable_grad",
+    "function", "functional", "grad", "gradcheck", "gradgradcheck", "inference_mode",
+    "is_anomaly_enabled", "no_grad", "set_grad_enabled",
 ]
