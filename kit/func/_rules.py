@@ -132,8 +132,21 @@ def _extreme(fn, x, axis=None, keepdims=False):
 @batch_rule("arg_extreme")
 def _arg_extreme(fn, x, axis=None, keepdims=False):
     if axis is None:
-        return BatchedTensor(fn(_flat(x), len(x.levels)), x.levels)
+        out = fn(_flat(x), len(x.levels))
+        if keepdims:  # PyTorch: argmax(keepdim=True) without a dim keeps every dim, as size 1
+            out = movement.reshape(out, batch_shape(x) + (1,) * x.ndim)
+        return BatchedTensor(out, x.levels)
     return BatchedTensor(fn(x.value, _axes(x, axis, fn.__name__)[0], keepdims), x.levels)
+
+
+@batch_rule("softmax")
+def _softmax(fn, x, dim=-1):
+    """softmax or log_softmax along one dim of each sample (a 0-d sample: a dim of size 1)."""
+    if x.ndim == 0:
+        normalize_axis(dim, 0, fn.__name__)
+        one = movement.unsqueeze(x.value, -1)
+        return BatchedTensor(movement.squeeze(fn(one, -1), -1), x.levels)
+    return BatchedTensor(fn(x.value, _axes(x, dim, fn.__name__)[0]), x.levels)
 
 
 # --- sorting --------------------------------------------------------------------------------

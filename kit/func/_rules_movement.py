@@ -26,12 +26,12 @@ def _axis(x, dim, op):
 # --- shape ----------------------------------------------------------------------------------
 @batch_rule("reshape")
 def _reshape(fn, x, *shape):
-    return BatchedTensor(fn(x.value, batch_shape(x) + shape_arg(shape)), x.levels)
+    return BatchedTensor(fn(x.value, batch_shape(x) + shape_arg(shape, "reshape")), x.levels)
 
 
 @batch_rule("permute")
 def _permute(fn, x, *axes):
-    axes = shape_arg(axes)
+    axes = shape_arg(axes, "permute")
     nd = x.ndim
     if sorted(a % max(nd, 1) for a in axes) != list(range(nd)):
         raise ValueError(
@@ -93,7 +93,7 @@ def _flatten(fn, x, start_dim=0, end_dim=-1):
 
 @batch_rule("expand")
 def _expand(fn, x, *shape):
-    lead, sizes = expand_shape(shape_arg(shape), tuple(x.shape))
+    lead, sizes = expand_shape(shape_arg(shape, "expand"), tuple(x.shape))
     batch = batch_shape(x)
     padded = x.value.reshape(batch + (1,) * lead + tuple(x.shape))
     return BatchedTensor(fn(padded, batch + sizes), x.levels)

@@ -4,14 +4,16 @@ Every op is declared once, in its family file (kit/ops/_registry.py says how); t
 exports each declared op under its Python name, and kit/_tensor_methods.py makes the Tensor's
 operators and methods from the same declarations.
 
-Primitives (own gradient code): elementwise, reductions, movement, linalg, losses.
-Composites (none): sorting.sort/index_add, composite.relu/softmax/log_softmax/mse_loss,
-linalg.dot/mm/outer, movement.movedim/broadcast_to.
+Primitives (own gradient code): elementwise, reductions, movement, linalg, losses, bitwise
+(remainder, fmod), composite.relu/softmax/log_softmax.
+Composites (none): sorting.msort, composite.mse_loss, linalg.dot/mm/outer,
+movement.movedim/broadcast_to, extra.
 """
 
 from __future__ import annotations
 
 from kit.ops import (
+    bitwise,
     composite,
     elementwise,
     extra,
@@ -26,8 +28,8 @@ from kit.ops._registry import OPS
 globals().update({op.fn.__name__: op.fn for op in OPS.values() if op.public})
 concatenate = movement.cat  # NumPy's name for cat
 
-__all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "reductions",
-           "sorting", "view_ops"]
+__all__ = ["bitwise", "composite", "concatenate", "elementwise", "extra", "linalg", "movement",
+           "reductions", "sorting", "view_ops"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 

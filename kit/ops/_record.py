@@ -151,6 +151,15 @@ class DtypeError(RuntimeError, TypeError):
     before."""
 
 
+class ArgumentError(TypeError, ValueError):
+    """An argument of the wrong kind (a tuple of dims where PyTorch takes one int): PyTorch's
+    TypeError, and a ValueError as kit raised before."""
+
+
+class DimIndexError(IndexError, ValueError):
+    """A dim out of range where kit raised a ValueError before: PyTorch's IndexError too."""
+
+
 class ShapeError(RuntimeError, ValueError):
     """Operands whose shapes do not fit: a RuntimeError, as PyTorch raises, and a ValueError, as
     kit raised before (so both `except` clauses keep working)."""

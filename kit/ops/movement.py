@@ -7,12 +7,20 @@ repeated indices accumulate (`index_put_add`, whose own gradient is indexing aga
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.ops._record import check_same_device, data_of, record, shape_error
+from kit.ops._record import (
+    DimIndexError,
+    ShapeError,
+    check_same_device,
+    data_of,
+    record,
+    shape_error,
+)
 from kit.ops._registry import composite, primitive
 from kit.ops.reductions import normalize_axis
 
@@ -23,11 +31,22 @@ def _tensor_arg(x, op):
     return x._data
 
 
-def shape_arg(shape):
-    """A shape given as sizes or as one sequence (x.reshape(2, 3) or x.reshape((2, 3)))."""
+def shape_arg(shape, op):
+    """A shape given as sizes or as one sequence (x.reshape(2, 3) or x.reshape((2, 3))), each
+    size an int (or anything with __index__, as PyTorch: not a float, not a bool)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        return tuple(shape[0])
-    return tuple(int(n) for n in shape)
+        shape = shape[0]
+    return tuple(_size(n, op) for n in shape)
+
+
+def _size(n, op):
+    try:
+        if isinstance(n, bool):
+            raise TypeError
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(f"kit.{op}: sizes must be ints, got {type(n).__name__} {n!r} (as "
+                        f"PyTorch, a float size is refused). Fix: int({n!r})") from None
 
 
 def expand_shape(shape, have):
@@ -35,9 +54,15 @@ def expand_shape(shape, have):
     dimensions it adds in front."""
     lead = len(shape) - len(have)
     if lead < 0:
-        raise ValueError(
+        raise ShapeError(
             f"kit.expand: the number of sizes ({len(shape)}) must be at least the number of "
             f"dimensions of the tensor ({len(have)})"
+        )
+    if -1 in shape[:lead]:
+        raise ShapeError(
+            f"kit.expand: size -1 (keep the size) in new leading dimension "
+            f"{shape.index(-1)} of {list(shape)}: a dimension the tensor of shape {list(have)} "
+            f"does not have has no size to keep. Fix: give its size"
         )
     return lead, tuple(have[i - lead] if n == -1 else n for i, n in enumerate(shape))
 
@@ -52,11 +77,11 @@ def _reshape_rule(node, g):
 def reshape(x, *shape):
     """The same elements in a new shape (-1 is inferred)."""
     d = _tensor_arg(x, "reshape")
-    shape = shape_arg(shape)
+    shape = shape_arg(shape, "reshape")
     try:
         out = d.reshape(shape)
     except ValueError:
-        raise ValueError(
+        raise ShapeError(
             f"kit.reshape: shape {list(shape)} is invalid for input of size {d.size} "
             f"(shape {list(d.shape)})"
         ) from None
@@ -75,10 +100,10 @@ def _permute_rule(node, g):
 def permute(x, *axes):
     """Reorder the axes: `permute(x, 2, 0, 1)`."""
     d = _tensor_arg(x, "permute")
-    axes = shape_arg(axes)
+    axes = shape_arg(axes, "permute")
     in_range = all(-d.ndim <= a < d.ndim for a in axes)
     if not in_range or sorted(a % max(d.ndim, 1) for a in axes) != list(range(d.ndim)):
-        raise ValueError(
+        raise (ShapeError if in_range else DimIndexError)(
             f"kit.permute: {list(axes)} is not a permutation of the {d.ndim} axes of a tensor "
             f"of shape {list(d.shape)}"
         )
@@ -153,7 +178,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     s = normalize_axis(start_dim, d.ndim, "flatten")[0]
     e = normalize_axis(end_dim, d.ndim, "flatten")[0]
     if s > e:
-        raise ValueError(f"kit.flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        raise ShapeError(f"kit.flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     return reshape(x, d.shape[:s] + (math.prod(d.shape[s : e + 1]),) + d.shape[e + 1 :])
 
 
@@ -165,7 +190,7 @@ def _expand_rule(node, g):
 def expand(x, *shape):
     """Broadcast to a larger shape without copying (-1 keeps a size); as torch.expand."""
     d = _tensor_arg(x, "expand")
-    _, shape = expand_shape(shape_arg(shape), d.shape)
+    _, shape = expand_shape(shape_arg(shape, "expand"), d.shape)
     try:
         out = backend.get_array_module(d).broadcast_to(d, shape)
     except ValueError:

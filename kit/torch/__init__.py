@@ -68,6 +68,8 @@ from kit.torch._dtypes import (
 from kit.torch._functions import (
     add,
     allclose,
+    amax,
+    amin,
     argmax,
     argmin,
     argsort,
@@ -106,7 +108,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd", "bool",
+    "add", "allclose", "amax", "amin", "arange", "argmax", "argmin", "argsort", "as_tensor",
+    "autograd", "bool",
     "cat", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad", "equal", "eye",
     "inference_mode", "is_inference_mode_enabled",
     "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int", "int16",
