@@ -27,7 +27,7 @@ from kit.func._batched import (
 )
 from kit.ops import movement
 from kit.ops._registry import OPS
-from kit.ops.reductions import MaxMin, normalize_axis
+from kit.ops.reductions import MaxMin, normalize_axis, one_dim
 from kit.ops.sorting import SortResult
 
 BATCHING = {}  # rule name (what a declaration's batch= says) -> rule(fn, *args, **kwargs)
@@ -153,7 +153,7 @@ def _softmax(fn, x, dim=-1):
 def _sort_axis(x, axis):
     if x.ndim == 0:
         return None
-    return normalize_axis(axis, x.ndim, "sort")[0] + len(x.levels)
+    return one_dim(axis, x.ndim, "sort") + len(x.levels)
 
 
 @batch_rule("sort")
@@ -186,7 +186,7 @@ def _index_add(fn, x, dim, index, source, alpha=1):
     nd = x.ndim
     x = expand_levels(x, levels, sizes)
     source = expand_levels(source, levels, sizes)
-    axis = normalize_axis(dim, nd, "index_add")[0] + len(levels)
+    axis = one_dim(dim, nd, "index_add") + len(levels)
     return BatchedTensor(fn(x.value, axis, index, source.value, alpha), levels)
 
 

@@ -16,11 +16,11 @@ from kit.func._batched import BatchedTensor, batching, expand_levels, physical
 from kit.func._rules import align, batch_rule, batch_shape, union_levels, union_sizes
 from kit.ops import elementwise
 from kit.ops.movement import expand_shape, shape_arg
-from kit.ops.reductions import normalize_axis
+from kit.ops.reductions import normalize_axis, one_dim
 
 
 def _axis(x, dim, op):
-    return normalize_axis(dim, x.ndim, op)[0] + len(x.levels)
+    return one_dim(dim, x.ndim, op) + len(x.levels)
 
 
 # --- shape ----------------------------------------------------------------------------------
@@ -226,7 +226,7 @@ def _joined(tensors):
 @batch_rule("cat")
 def _cat(fn, tensors, axis=0):
     nd, levels, values = _joined(tensors)
-    return BatchedTensor(fn(values, normalize_axis(axis, nd, "cat")[0] + len(levels)), levels)
+    return BatchedTensor(fn(values, one_dim(axis, nd, "cat") + len(levels)), levels)
 
 
 @batch_rule("stack")

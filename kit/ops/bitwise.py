@@ -93,7 +93,7 @@ def _division(op, compute, rule, **names):
                                f"ZeroDivisionError). Fix: make the divisor nonzero, or divide "
                                f"floats (x.float()), which give inf or nan")
         try:
-            with np.errstate(divide="ignore", invalid="ignore"):  # PyTorch is silent
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # as PyTorch
                 out = compute(xp, x, y)
         except ValueError:
             raise shape_error(op, x, y, detail=BROADCAST) from None

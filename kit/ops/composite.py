@@ -13,7 +13,7 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.engine import OUTPUT
 from kit.ops._record import record
-from kit.ops._registry import composite, last_dim, primitive
+from kit.ops._registry import composite, primitive, with_dim
 from kit.ops.elementwise import _select, exp_, sign, where, where_
 from kit.ops.losses import _fused_ce_rule, fused_cross_entropy
 from kit.ops.reductions import mean, normalize_axis
@@ -66,7 +66,7 @@ def _shifted(x, dim, op):
 
 
 @primitive("softmax", grad=_softmax_rule, saves="output", batch="softmax",
-           methods=(("softmax", last_dim),), torch="softmax")
+           methods=(("softmax", with_dim),))
 def softmax(x, dim=-1):
     """exp(x) normalised along `dim`, as PyTorch computes it: exp(x - max) / sum, so it never
     overflows, and a slice holding +inf is NaN throughout (inf - inf), as in PyTorch."""
@@ -78,7 +78,7 @@ def softmax(x, dim=-1):
 
 
 @primitive("log_softmax", grad=_log_softmax_rule, saves="output", batch="softmax",
-           methods=(("log_softmax", last_dim),), torch="log_softmax")
+           methods=(("log_softmax", with_dim),))
 def log_softmax(x, dim=-1):
     """log(softmax(x)) as x - max - log(sum(exp(x - max))), without the rounding of taking a log
     of a small probability."""

@@ -22,7 +22,7 @@ from kit.ops._record import (
     shape_error,
 )
 from kit.ops._registry import composite, primitive
-from kit.ops.reductions import normalize_axis
+from kit.ops.reductions import normalize_axis, one_dim
 
 
 def _tensor_arg(x, op):
@@ -118,9 +118,7 @@ def transpose(x, dim0=-2, dim1=-1):
     d = _tensor_arg(x, "transpose")
     if d.ndim < 2 and dim0 in (-2, -1) and dim1 in (-2, -1):
         return x
-    a, b = normalize_axis((dim0,), d.ndim, "transpose")[0], normalize_axis(
-        (dim1,), d.ndim, "transpose"
-    )[0]
+    a, b = one_dim(dim0, d.ndim, "transpose"), one_dim(dim1, d.ndim, "transpose")
     axes = list(range(d.ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return permute(x, axes)
@@ -134,9 +132,9 @@ def movedim(x, source, destination):
     """
     nd = x.ndim
     src = normalize_axis(source, nd, "movedim") if isinstance(source, int) else tuple(
-        normalize_axis((s,), nd, "movedim")[0] for s in source)
+        one_dim(s, nd, "movedim") for s in source)
     dst = normalize_axis(destination, nd, "movedim") if isinstance(destination, int) else tuple(
-        normalize_axis((d,), nd, "movedim")[0] for d in destination)
+        one_dim(d, nd, "movedim") for d in destination)
     if len(src) != len(dst):
         raise ValueError(
             f"kit.movedim: Invalid source or destination dims: source ({list(src)} dims) should "
@@ -175,8 +173,8 @@ def flatten(x, start_dim=0, end_dim=-1):
     d = _tensor_arg(x, "flatten")
     if d.ndim == 0:
         return reshape(x, (1,))
-    s = normalize_axis(start_dim, d.ndim, "flatten")[0]
-    e = normalize_axis(end_dim, d.ndim, "flatten")[0]
+    s = one_dim(start_dim, d.ndim, "flatten")
+    e = one_dim(end_dim, d.ndim, "flatten")
     if s > e:
         raise ShapeError(f"kit.flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     return reshape(x, d.shape[:s] + (math.prod(d.shape[s : e + 1]),) + d.shape[e + 1 :])
@@ -337,7 +335,7 @@ def _tensors_arg(tensors, op):
 def cat(tensors, axis=0):
     """Join tensors along an existing axis (torch.cat / np.concatenate)."""
     tensors, arrays = _tensors_arg(tensors, "cat")
-    axis = normalize_axis(axis, arrays[0].ndim, "cat")[0]
+    axis = one_dim(axis, arrays[0].ndim, "cat")
     try:
         out = backend.get_array_module(arrays[0]).concatenate(arrays, axis=axis)
     except ValueError:
@@ -360,7 +358,7 @@ def _stack_rule(node, g):
 def stack(tensors, axis=0):
     """Join tensors of the same shape along a new axis."""
     tensors, arrays = _tensors_arg(tensors, "stack")
-    axis = normalize_axis(axis, arrays[0].ndim + 1, "stack")[0]  # the new axis may be last
+    axis = one_dim(axis, arrays[0].ndim + 1, "stack")  # the new axis may be last
     try:
         out = backend.get_array_module(arrays[0]).stack(arrays, axis=axis)
     except ValueError:

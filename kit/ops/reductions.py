@@ -23,18 +23,20 @@ from kit.ops._registry import declare, dims, primitive
 from kit.ops.elementwise import where_
 
 MaxMin = namedtuple("MaxMin", ["values", "indices"])  # what torch.max(x, dim) returns
+_INTS = (int, np.integer)
 
 
 def normalize_axis(axis, ndim, op):
     """A tuple of non-negative axes (None means all), with a clear error for bad ones."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = (axis,) if isinstance(axis, _INTS) else tuple(axis)
     out = []
     n = ndim or 1  # a 0-d tensor accepts dims 0 and -1, as in PyTorch
     for a in axes:
-        if not isinstance(a, int):
+        if not isinstance(a, _INTS):
             raise TypeError(f"kit.{op}: a dim must be an int, got {type(a).__name__} ({a!r})")
+        a = int(a)
         if not -n <= a < n:
             raise IndexError(
                 f"kit.{op}: dimension {a} is out of range for a tensor with {ndim} dimensions "
@@ -48,8 +50,17 @@ def normalize_axis(axis, ndim, op):
     return tuple(sorted(out)) if ndim else ()
 
 
+def one_dim(dim, ndim, op):
+    """The dim of an op along one dim (sort, cumsum, topk) as a non-negative int (0 for a 0-d
+    tensor, which takes 0 or -1); PyTorch's TypeError for a list or tuple of dims."""
+    if not isinstance(dim, _INTS):
+        raise ArgumentError(f"kit.{op}: dim must be one int, got {dim!r} (as PyTorch)")
+    axes = normalize_axis(dim, ndim, op)
+    return axes[0] if axes else 0
+
+
 def _no_dims(dim):
-    return dim is not None and not isinstance(dim, int) and len(dim) == 0
+    return dim is not None and not isinstance(dim, _INTS) and len(dim) == 0
 
 
 def every_dim(fn):
@@ -140,7 +151,7 @@ def _extreme_rule(node, g, x):
 
 
 def _one_dim(axis, op):
-    if axis is not None and not isinstance(axis, int) and len(axis) != 1:
+    if axis is not None and not isinstance(axis, _INTS) and len(axis) != 1:
         raise ArgumentError(f"kit.{op}: with indices, dim must be one int, got {axis!r}. Fix: "
                             f"amax/amin reduce several dims (values only), or reduce one dim "
                             f"at a time")
@@ -261,7 +272,7 @@ def logsumexp(x, axis=None, keepdims=False):
 
 def _arg_extreme(x, axis, keepdims, op):
     d = data_of(x)
-    if axis is not None and not isinstance(axis, int):
+    if axis is not None and not isinstance(axis, _INTS):
         raise ArgumentError(f"kit.{op}: dim must be one int, got {axis!r}")
     axes = normalize_axis(axis, d.ndim, op)
     _nonempty(d, axes, op, axis is not None, IndexError)

@@ -11,7 +11,7 @@ from kit._tensor import Tensor
 from kit.ops._record import data_of
 from kit.ops._registry import composite, primitive
 from kit.ops.movement import getitem, index_put_add
-from kit.ops.reductions import normalize_axis
+from kit.ops.reductions import one_dim
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
 
@@ -32,10 +32,9 @@ def argsort(x, axis=-1, descending=False):
     largest value, as in PyTorch (last ascending, first descending). Not differentiable."""
     d = data_of(x)
     xp = backend.get_array_module(d)
+    axis = one_dim(axis, d.ndim, "argsort")
     if d.ndim == 0:  # a 0-d tensor sorts to itself: index 0, as in PyTorch
-        normalize_axis(axis, 0, "argsort")
         return Tensor(xp.zeros((), dtype=np.int64))
-    axis = normalize_axis(axis, d.ndim, "argsort")[0]
     if not descending:
         return Tensor(xp.argsort(d, axis=axis, kind="stable"))
     # NOTE: not argsort(-d), which keeps NaN last and breaks on unsigned ints, bool and
@@ -59,7 +58,7 @@ def sort(x, axis=-1, descending=False):
     """`(values, indices)` sorted along `axis`; the gradient of values goes back to where each
     element came from."""
     d = data_of(x)
-    axis = normalize_axis(axis, d.ndim, "sort")[0] if d.ndim else 0
+    axis = one_dim(axis, d.ndim, "sort")
     idx = argsort(x, axis, descending)._data
     if d.ndim == 0:
         return SortResult(getitem(x, ()), Tensor(idx))
@@ -76,7 +75,7 @@ def msort(x):
 def index_add(x, dim, index, source, alpha=1):
     """x with `alpha * source` added at `index` along `dim` (repeats accumulate)."""
     d = data_of(x)
-    dim = normalize_axis(dim, d.ndim, "index_add")[0]
+    dim = one_dim(dim, d.ndim, "index_add")
     idx = data_of(index)
     if idx.ndim != 1:
         raise ValueError(f"kit.index_add: index must be 1-D, got shape {tuple(idx.shape)}")

@@ -103,6 +103,26 @@ def logsumexp(input, dim, keepdim=False):  # noqa: A002
     return Tensor.logsumexp(input, dim, keepdim)
 
 
+def softmax(input, dim, dtype=None):  # noqa: A002
+    """exp(x) normalised along `dim` (no default dim, as torch.softmax).
+
+    >>> import kit.torch as torch
+    >>> torch.softmax(torch.tensor([0.0, 0.0]), dim=0)
+    tensor([0.5000, 0.5000])
+    """
+    return Tensor.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim, dtype=None):  # noqa: A002
+    """log(softmax(x)) along `dim`, computed stably (no default dim, as torch.log_softmax).
+
+    >>> import kit.torch as torch
+    >>> torch.log_softmax(torch.tensor([0.0, 0.0]), dim=0)
+    tensor([-0.6931, -0.6931])
+    """
+    return Tensor.log_softmax(input, dim, dtype)
+
+
 def _extremum(name, reduce, elementwise):
     def fn(input, dim=None, keepdim=False):  # noqa: A002
         if isinstance(dim, Tensor):  # torch.max(a, b): the elementwise form
