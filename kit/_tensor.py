@@ -8,6 +8,7 @@ import weakref
 import numpy as np
 
 from kit import _views, backend, engine
+from kit._errors import ShapeError
 from kit.engine import AccumulateGrad
 from kit.grad_mode import STATE
 
@@ -234,7 +235,7 @@ class Tensor:
     # --- conversion ---------------------------------------------------------------------
     def item(self):
         if self._data.size != 1:
-            raise ValueError(
+            raise ShapeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to a Python "
                 f"scalar; item() needs exactly one element"
             )

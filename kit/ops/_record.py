@@ -16,6 +16,7 @@ import numpy as np
 
 from kit import _views, backend
 from kit._creation import _to_array
+from kit._errors import ArgumentError, DimIndexError, DtypeError, ShapeError  # noqa: F401
 from kit._promotion import cast_scalar, result_type
 from kit._tensor import Tensor, version_counter
 from kit.engine import NO_EDGE, OUTPUT, Node, capture_stack
@@ -144,25 +145,6 @@ def check_same_device(op, *arrays):
             f"{' and '.join(sorted(devices))}. Fix: move one explicitly, e.g. x.to('gpu') or "
             f"x.to('cpu')"
         )
-
-
-class DtypeError(RuntimeError, TypeError):
-    """An op that does not take this dtype: PyTorch's RuntimeError, and a TypeError as kit raised
-    before."""
-
-
-class ArgumentError(TypeError, ValueError):
-    """An argument of the wrong kind (a tuple of dims where PyTorch takes one int): PyTorch's
-    TypeError, and a ValueError as kit raised before."""
-
-
-class DimIndexError(IndexError, ValueError):
-    """A dim out of range where kit raised a ValueError before: PyTorch's IndexError too."""
-
-
-class ShapeError(RuntimeError, ValueError):
-    """Operands whose shapes do not fit: a RuntimeError, as PyTorch raises, and a ValueError, as
-    kit raised before (so both `except` clauses keep working)."""
 
 
 def shape_error(op, *arrays, detail=""):
