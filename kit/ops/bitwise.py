@@ -29,6 +29,14 @@ def _dtype(x, y):
     return x.dtype if hasattr(x, "dtype") else y.dtype
 
 
+def _fits(op, x, y):
+    """PyTorch checks the shapes before the dtypes."""
+    try:
+        np.broadcast_shapes(np.shape(x), np.shape(y))
+    except ValueError:
+        raise shape_error(op, x, y, detail=BROADCAST) from None
+
+
 def _refuse(op, dtype, kinds):
     if dtype.kind not in kinds:
         name = _KIND_NAMES.get(dtype.kind, str(dtype))
@@ -85,18 +93,16 @@ def _division(op, compute, rule, **names):
             raise TypeError(f"kit.fmod: the dividend must be a Tensor, got "
                             f"{type(a).__name__} (as PyTorch). Fix: torch.tensor({a!r})")
         a, b, x, y = pair(a, b, op)
+        _fits(op, x, y)
         dtype = _dtype(x, y)
         _refuse(op, dtype, "iuf")
         xp = backend.get_array_module(x, y)
-        if dtype.kind != "f" and not xp.all(y):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # as PyTorch
+            out = compute(xp, x, y)
+        if dtype.kind != "f" and out.size and not xp.all(y):  # (an empty result divides none)
             raise RuntimeError(f"kit.{op}: integer division by zero (PyTorch raises "
                                f"ZeroDivisionError). Fix: make the divisor nonzero, or divide "
                                f"floats (x.float()), which give inf or nan")
-        try:
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # as PyTorch
-                out = compute(xp, x, y)
-        except ValueError:
-            raise shape_error(op, x, y, detail=BROADCAST) from None
         if rule is _floor_divide_rule:
             return record(op, rule, out, (a, b))
         return record(op, rule, out, (a, b), (a, b))
@@ -131,11 +137,9 @@ fmod = _division(
 def _bits(op, compute, kinds="biu", **names):
     def fn(a, b):
         a, b, x, y = pair(a, b, op)
+        _fits(op, x, y)
         _refuse(op, _dtype(x, y), kinds)
-        try:
-            return Tensor(compute(x, y))
-        except ValueError:
-            raise shape_error(op, x, y, detail=BROADCAST) from None
+        return Tensor(compute(x, y))
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} of integer or bool tensors (no gradient), as torch.{op}."

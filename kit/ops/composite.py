@@ -55,13 +55,13 @@ def _log_softmax_rule(node, g, y):
 
 def _shifted(x, dim, op):
     """(x - max along dim, the axes): PyTorch's first step of softmax and log_softmax."""
-    _float_only(x, op)
     if not isinstance(dim, int):
         raise TypeError(f"kit.{op}: dim must be one int, got {dim!r}")
     d = x._data
     axes = normalize_axis(dim, d.ndim, op)
-    if not d.size:  # nothing to normalise: an empty result, as in PyTorch
+    if not d.size:  # nothing to normalise: an empty result of any dtype, as in PyTorch
         return d, axes
+    _float_only(x, op)
     return d - d.max(axis=axes, keepdims=True), axes
 
 
@@ -71,10 +71,11 @@ def softmax(x, dim=-1):
     """exp(x) normalised along `dim`, as PyTorch computes it: exp(x - max) / sum, so it never
     overflows, and a slice holding +inf is NaN throughout (inf - inf), as in PyTorch."""
     e, axes = _shifted(x, dim, "softmax")
-    xp = backend.get_array_module(e)
-    e = xp.exp(e)
-    return record("softmax", _softmax_rule, e / e.sum(axis=axes, keepdims=True), (x,),
-                  (OUTPUT,), axes)
+    if e.size:
+        e = backend.get_array_module(e).exp(e)
+        e = e / e.sum(axis=axes, keepdims=True)
+    return record("softmax", _softmax_rule, e.copy() if e is x._data else e, (x,), (OUTPUT,),
+                  axes)
 
 
 @primitive("log_softmax", grad=_log_softmax_rule, saves="output", batch="softmax",
@@ -82,11 +83,13 @@ def softmax(x, dim=-1):
 def log_softmax(x, dim=-1):
     """log(softmax(x)) as x - max - log(sum(exp(x - max))), without the rounding of taking a log
     of a small probability."""
-    shifted, axes = _shifted(x, dim, "log_softmax")
-    xp = backend.get_array_module(shifted)
-    with np.errstate(divide="ignore"):  # a slice of -inf: log 0, NaN after, as in PyTorch
-        out = shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True))
-    return record("log_softmax", _log_softmax_rule, out, (x,), (OUTPUT,), axes)
+    out, axes = _shifted(x, dim, "log_softmax")
+    if out.size:
+        xp = backend.get_array_module(out)
+        with np.errstate(divide="ignore"):  # a slice of -inf: log 0, NaN after, as in PyTorch
+            out = out - xp.log(xp.exp(out).sum(axis=axes, keepdims=True))
+    return record("log_softmax", _log_softmax_rule, out.copy() if out is x._data else out, (x,),
+                  (OUTPUT,), axes)
 
 
 def _float_only(x, op):

@@ -125,7 +125,9 @@ def _mul_rule(node, g, a, b):
 
 def _div_rule(node, g, a, b):
     need = node.next_functions
-    return (g / b if need[0] else None, -g * a / (b * b) if need[1] else None)
+    # NOTE: (a / b) / b as PyTorch computes it, not a / (b * b), whose b * b underflows to 0
+    # for a tiny b (1e-308) and gives inf where PyTorch's gradient is finite.
+    return (g / b if need[0] else None, -g * (a / b / b) if need[1] else None)
 
 
 def _true_divide(x, y):
@@ -249,7 +251,8 @@ def _abs_rule(node, g, x):
     # a recorded op (its own gradient is 0), so the gradient requires grad as PyTorch's does.
     if isinstance(x, Tensor):
         return (g * sign(x),)
-    return (g * as_dtype_of(backend.get_array_module(x).sign(x), g),)
+    xp = backend.get_array_module(x)
+    return (g * as_dtype_of(xp.where(x == x, xp.sign(x), 0), g),)  # sign(NaN) is 0, as sign
 
 
 abs = _unary(  # noqa: A001

@@ -191,6 +191,8 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's keyword
     """(values, indices) of the k largest (smallest if largest=False) along `dim`, sorted (also
     when sorted=False: PyTorch leaves that order unspecified)."""
+    if x.dtype.kind == "b":
+        raise RuntimeError("kit.topk: does not support bool tensors (as PyTorch). Fix: x.int()")
     n = x.shape[one_dim(dim, x.ndim, "topk")] if x.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"kit.topk: k={k} is out of range for a dimension of size {n} "

@@ -106,9 +106,11 @@ def _sum_rule(node, g):
 
 @primitive("sum", grad=_sum_rule, batch="reduce", methods=(("sum", every_dim),))
 def sum(x, axis=None, keepdims=False):  # noqa: A001 - PyTorch's name
-    """Sum over `axis` (all axes by default)."""
+    """Sum over `axis` (all axes by default); integers and bools sum in int64, as in PyTorch."""
     axes, keepdims = _args(x, axis, keepdims, "sum")
-    out = x._data.sum(axis=axes, keepdims=keepdims)
+    d = x._data
+    # NOTE: NumPy sums unsigned ints in uint64, PyTorch in int64 (NumPy's other ints: int64)
+    out = d.sum(axis=axes, keepdims=keepdims, dtype=np.int64 if d.dtype.kind == "u" else None)
     return record("sum", _sum_rule, out, (x,), (), (x.shape, axes))
 
 
@@ -274,6 +276,9 @@ def _arg_extreme(x, axis, keepdims, op):
     d = data_of(x)
     if axis is not None and not isinstance(axis, _INTS):
         raise ArgumentError(f"kit.{op}: dim must be one int, got {axis!r}")
+    if d.dtype.kind == "b":
+        raise RuntimeError(f"kit.{op}: does not support bool input (as PyTorch). Fix: "
+                           f"x.int().{op}(...)")
     axes = normalize_axis(axis, d.ndim, op)
     _nonempty(d, axes, op, axis is not None, IndexError)
     find = d.argmax if op == "argmax" else d.argmin
