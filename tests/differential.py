@@ -72,7 +72,8 @@ STEPS = {
     "unsqueeze": lambda T, x, y: x.unsqueeze(0), "index0": lambda T, x, y: x[0],
     "where": lambda T, x, y: T.where(x > 0, x, y),
     "clamp": lambda T, x, y: T.clamp(x, min=-0.5, max=1.5),
-    "expand": lambda T, x, y: x.expand(2, *x.shape), "expand_new_1": lambda T, x, y: x.expand(-1, 3),
+    "expand": lambda T, x, y: x.expand(2, *x.shape),
+    "expand_new_1": lambda T, x, y: x.expand(-1, 3),
 }
 
 
