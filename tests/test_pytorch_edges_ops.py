@@ -293,3 +293,19 @@ def test_kit_errors_in_the_sweep_keep_kits_earlier_classes():
     with pytest.raises(ValueError):
         x.permute(0, 3)  # now also an IndexError
     assert is_kit(kit.torch)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda t: kit.softmax(t[0], 0), lambda t: t.argmax(keepdim=True), lambda t: t.sum(dim=[]),
+    lambda t: t.amax(dim=[]), lambda t: kit.log_softmax(t, -1),
+    lambda t: t.sort(descending=True).values, lambda t: t.argsort(dim=0, descending=True),
+], ids=["softmax-0d", "argmax-keepdim", "sum-dims-empty", "amax-dims-empty", "log_softmax",
+        "sort-down", "argsort-down"])
+def test_vmap_of_the_edges_matches_a_loop(fn):
+    from kit.func import vmap
+
+    x = kit.tensor([[[1.0, NAN, 0.0], [2.0, 2.0, -1.0]], [[0.5, 3.0, 3.0], [-INF, 1.0, 0.0]]])
+    with np.errstate(invalid="ignore"):
+        got = vmap(fn)(x)
+        loop = np.stack([values(fn(x[k])) for k in range(2)])
+    np.testing.assert_array_equal(values(got), loop)

@@ -12,15 +12,9 @@ import operator
 import numpy as np
 
 from kit import backend
+from kit._errors import DimIndexError, ShapeError
 from kit._tensor import Tensor
-from kit.ops._record import (
-    DimIndexError,
-    ShapeError,
-    check_same_device,
-    data_of,
-    record,
-    shape_error,
-)
+from kit.ops._record import check_same_device, data_of, record, shape_error
 from kit.ops._registry import composite, primitive
 from kit.ops.reductions import normalize_axis, one_dim
 

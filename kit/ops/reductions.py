@@ -1,4 +1,4 @@
-"""Reductions: sum, mean, max/min (with indices), logsumexp, argmax/argmin."""
+"""Reductions: sum, mean, max/min (with indices), amax/amin, logsumexp, argmax/argmin."""
 
 from __future__ import annotations
 
@@ -8,17 +8,11 @@ from collections import namedtuple
 import numpy as np
 
 from kit import backend
+from kit._errors import ArgumentError, DtypeError, ShapeError
 from kit._promotion import default_float
 from kit._tensor import Tensor
 from kit.engine import OUTPUT
-from kit.ops._record import (
-    ArgumentError,
-    DtypeError,
-    ShapeError,
-    as_dtype_of,
-    data_of,
-    record,
-)
+from kit.ops._record import as_dtype_of, data_of, record
 from kit.ops._registry import declare, dims, primitive
 from kit.ops.elementwise import where_
 
@@ -59,10 +53,6 @@ def one_dim(dim, ndim, op):
     return axes[0] if axes else 0
 
 
-def _no_dims(dim):
-    return dim is not None and not isinstance(dim, _INTS) and len(dim) == 0
-
-
 def every_dim(fn):
     """PyTorch's spelling of sum, mean, amax, amin, logsumexp: `x.sum(dim, keepdim)` (or
     `axis=`, `keepdims=`), where `dim=[]` reduces every dim (kit.sum(x, ()) reduces none, as
@@ -72,10 +62,14 @@ def every_dim(fn):
     raises "output with shape [] doesn't match the broadcast shape [1, 1]" on others (an
     internal shape error, not a refusal); kit reduces every dim for all of them."""
 
-    def whole(x, axis=None, keepdims=False):
-        return fn(x, None if _no_dims(axis) else axis, keepdims)
+    def method(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None:
+            dim = axis
+        if isinstance(dim, (list, tuple)) and not dim:
+            dim = None
+        return fn(self, dim, keepdims if keepdims is not None else keepdim)
 
-    return dims(whole)
+    return method
 
 
 def kept_shape(shape, axes):
@@ -109,8 +103,10 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001 - PyTorch's name
     """Sum over `axis` (all axes by default); integers and bools sum in int64, as in PyTorch."""
     axes, keepdims = _args(x, axis, keepdims, "sum")
     d = x._data
-    # NOTE: NumPy sums unsigned ints in uint64, PyTorch in int64 (NumPy's other ints: int64)
-    out = d.sum(axis=axes, keepdims=keepdims, dtype=np.int64 if d.dtype.kind == "u" else None)
+    if d.dtype.kind != "u":
+        out = d.sum(axis=axes, keepdims=keepdims)
+    else:  # NOTE: NumPy sums unsigned ints in uint64, PyTorch in int64 (as NumPy other ints)
+        out = d.sum(axis=axes, keepdims=keepdims, dtype=np.int64)
     return record("sum", _sum_rule, out, (x,), (), (x.shape, axes))
 
 
