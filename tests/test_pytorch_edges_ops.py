@@ -309,3 +309,28 @@ def test_vmap_of_the_edges_matches_a_loop(fn):
         got = vmap(fn)(x)
         loop = np.stack([values(fn(x[k])) for k in range(2)])
     np.testing.assert_array_equal(values(got), loop)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_where_with_nan_on_the_unused_side(torch):
+    """The naive where(x > 0, sqrt(x), 0) has a NaN gradient at x < 0 (0 * inf... the unused
+    side's NaN comes back through sqrt), in PyTorch as in kit; the double where keeps it
+    finite."""
+    x = torch.tensor([-1.0, 4.0], requires_grad=True)
+    with np.errstate(invalid="ignore"):
+        torch.where(x > 0, torch.sqrt(x), torch.zeros(2)).sum().backward()
+    assert np.isnan(values(x.grad)[0]) and values(x.grad)[1] == 0.25
+    x.grad = None
+    safe = torch.where(x > 0, x, torch.ones(2))
+    torch.where(x > 0, torch.sqrt(safe), torch.zeros(2)).sum().backward()
+    assert values(x.grad).tolist() == [0.0, 0.25]
+
+
+def test_mx_reductions_take_axis_empty_as_every_axis():
+    """MXNet's reductions default to axis=(), which means every axis (a (1,) result)."""
+    import kit.mx as mx
+
+    x = mx.nd.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert mx.nd.sum(x, axis=()).asnumpy().tolist() == [21.0]
+    assert mx.nd.mean(x, axis=[], keepdims=True).shape == (1, 1)
+    assert mx.nd.max(x, axis=()).asnumpy().tolist() == [6.0]

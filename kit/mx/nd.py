@@ -169,6 +169,8 @@ def clip(data, a_min, a_max, out=None):
 
 # --- reductions -----------------------------------------------------------------------------
 def _axes(data, axis, exclude, op):
+    if isinstance(axis, (list, tuple)) and not axis:  # MXNet's default axis=(): every axis
+        return tuple(range(data.ndim))
     axes = normalize_axis(axis, data.ndim, op)
     if exclude:
         axes = tuple(i for i in range(data.ndim) if i not in axes)
