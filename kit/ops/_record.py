@@ -17,7 +17,7 @@ import numpy as np
 from kit import _views, backend
 from kit._creation import _to_array
 from kit._errors import ArgumentError, DimIndexError, DtypeError, ShapeError  # noqa: F401
-from kit._promotion import cast_scalar, result_type
+from kit._promotion import cast_scalar, default_float, result_type
 from kit._tensor import Tensor, version_counter
 from kit.engine import NO_EDGE, OUTPUT, Node, capture_stack
 from kit.grad_mode import STATE
@@ -110,6 +110,13 @@ def constant(value, like, op):
     )
 
 
+def _computed_in(dtype, op):
+    """True division of integers or bools is computed in the default float dtype, from the
+    operands' own values (PyTorch: uint8 tensor / 300 is x / 300.0, not x / (300 wrapped to
+    uint8)); every other op computes in the promoted dtype."""
+    return default_float() if op == "div" and dtype.kind in "biu" else dtype
+
+
 def pair(a, b, op):
     """Operands of a binary op as (a, b, x, y): a, b Tensors or scalars; x, y their data, cast to
     the dtype PyTorch's type promotion gives (kit/_promotion.py)."""
@@ -122,11 +129,11 @@ def pair(a, b, op):
             if type(x) is not type(y):
                 check_same_device(op, x, y)
             if x.dtype is not y.dtype:
-                dtype = result_type(x, y)
+                dtype = _computed_in(result_type(x, y), op)
                 x = x if x.dtype == dtype else x.astype(dtype)
                 y = y if y.dtype == dtype else y.astype(dtype)
             return a, b, x, y
-        dtype = result_type(x, b)
+        dtype = _computed_in(result_type(x, b), op)
         if x.dtype != dtype:
             x = x.astype(dtype)  # NOTE: int tensor op Python float gives float32, as in PyTorch
         return a, b, x, cast_scalar(b, dtype)

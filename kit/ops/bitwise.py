@@ -103,9 +103,7 @@ def _division(op, compute, rule, **names):
             raise RuntimeError(f"kit.{op}: integer division by zero (PyTorch raises "
                                f"ZeroDivisionError). Fix: make the divisor nonzero, or divide "
                                f"floats (x.float()), which give inf or nan")
-        if rule is _floor_divide_rule:
-            return record(op, rule, out, (a, b))
-        return record(op, rule, out, (a, b), (a, b))
+        return record(op, rule, out, (a, b), () if rule is _floor_divide_rule else (a, b))
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} with broadcasting and PyTorch's type promotion."

@@ -55,7 +55,7 @@ def _log_softmax_rule(node, g, y):
 
 def _shifted(x, dim, op):
     """(x - max along dim, the axes): PyTorch's first step of softmax and log_softmax."""
-    if not isinstance(dim, int):
+    if not isinstance(dim, (int, np.integer)):
         raise TypeError(f"kit.{op}: dim must be one int, got {dim!r}")
     d = x._data
     axes = normalize_axis(dim, d.ndim, op)

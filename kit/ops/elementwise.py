@@ -180,6 +180,8 @@ def _pow_rule(node, g, a, b, y):
                 gb = g * y * (math.log(a) if a > 0 else math.nan)
         else:
             zero = (data_of(a) == 0) & (data_of(b) >= 0)
+            if not isinstance(a, Tensor) and a.dtype.kind in "biu":
+                a = a.astype(g.dtype)  # NOTE: NumPy's log of uint8 is float16; PyTorch's float32
             gb = where_(zero, 0, g * y * log_(a))
     return ga, gb
 
