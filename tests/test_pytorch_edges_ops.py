@@ -13,7 +13,7 @@ import pytest
 from helpers import compare_torch
 
 import kit
-from tests.torch_oracle import is_kit, libraries
+from tests.torch_oracle import libraries
 
 LIBS = libraries()
 NAN, INF = float("nan"), float("inf")
@@ -292,7 +292,6 @@ def test_kit_errors_in_the_sweep_keep_kits_earlier_classes():
         kit.max(x, (0, 1))  # now also a TypeError
     with pytest.raises(ValueError):
         x.permute(0, 3)  # now also an IndexError
-    assert is_kit(kit.torch)
 
 
 @pytest.mark.parametrize("fn", [
@@ -334,3 +333,23 @@ def test_mx_reductions_take_axis_empty_as_every_axis():
     assert mx.nd.sum(x, axis=()).asnumpy().tolist() == [21.0]
     assert mx.nd.mean(x, axis=[], keepdims=True).shape == (1, 1)
     assert mx.nd.max(x, axis=()).asnumpy().tolist() == [6.0]
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_true_division_of_integers_uses_their_own_values(torch):
+    """uint8 / 300 and int64 0-d / uint8 are computed in float32 from each operand's value
+    (the promoted integer dtype, uint8, would wrap 300 to 44 and 570 to 58)."""
+    u = torch.tensor([64, 255], dtype=torch.uint8)
+    np.testing.assert_allclose(values(torch.tensor(570) / u), [570 / 64, 570 / 255], rtol=1e-6)
+    np.testing.assert_allclose(values(u / 300), [64 / 300, 255 / 300], rtol=1e-6)
+    np.testing.assert_allclose(values(u / torch.tensor(300)), [64 / 300, 255 / 300], rtol=1e-6)
+    assert (u / u).dtype == torch.float32
+    assert (torch.tensor(570) < u).tolist() == [True, True]  # comparisons do wrap (570 -> 58)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_sums_of_integers_are_int64(torch):
+    for dtype in (torch.uint8, torch.int8, torch.int32, torch.bool):
+        s = torch.ones(3, dtype=dtype).sum()
+        assert s.dtype == torch.int64 and s.item() == 3
+    assert torch.tensor([200, 100], dtype=torch.uint8).sum().item() == 300
