@@ -10,9 +10,10 @@ kit/_views.py), so that the gradients of the base and of every view of it stay r
 from __future__ import annotations
 
 from kit import _views
+from kit._promotion import category
 from kit._tensor import Tensor, bump_version
 from kit.grad_mode import STATE
-from kit.ops._record import check_same_device, data_of
+from kit.ops._record import DtypeError, check_same_device, data_of
 from kit.ops.movement import _index_arg, astype, index_put
 from kit.ops.sorting import index_add
 
@@ -39,6 +40,7 @@ def _write(name, t, result):
     if result.shape != t.shape:
         raise _shape_error(name, t, result.shape)
     if result.dtype != t.dtype:
+        _check_cast(name, t, result)
         result = astype(result, t.dtype)
     _check_writeable(name, t)
     t._data[...] = result._data
@@ -65,6 +67,16 @@ def _shape_error(name, t, other_shape):
     )
 
 
+def _check_cast(name, t, result):
+    """PyTorch refuses an in-place result of a higher category (bool < integer < floating)."""
+    if category(result.dtype) > category(t.dtype):
+        raise DtypeError(
+            f"kit.{name}: result type {result.dtype} can't be cast to the desired output type "
+            f"{t.dtype} (an in-place op keeps the tensor's dtype). Fix: use the out-of-place "
+            f"form (x = x + y) or convert x first, e.g. x = x.float()"
+        )
+
+
 def _check_writeable(name, t):
     if not getattr(getattr(t._data, "flags", None), "writeable", True):
         raise RuntimeError(
@@ -86,7 +98,8 @@ def _inplace(name, op, fast=None):
                 try:
                     fast(self._data, value)
                 except TypeError as exc:  # NumPy's casting error, e.g. int tensor += float
-                    raise TypeError(f"kit.{name}: {exc}") from None
+                    raise DtypeError(f"kit.{name}: {exc} (PyTorch: the result type can't be "
+                                     f"cast to the desired output type)") from None
                 except ValueError as exc:  # a shape that does not fit
                     if "broadcast" not in str(exc):
                         raise
@@ -96,6 +109,8 @@ def _inplace(name, op, fast=None):
                 result = op(Tensor(self._data), other, *args, **kwargs)
                 if result.shape != self.shape:
                     raise _shape_error(name, self, getattr(other, "shape", ()))
+                if result.dtype != self.dtype:
+                    _check_cast(name, self, result)
                 self._data[...] = result._data
             bump_version(self)
             return self

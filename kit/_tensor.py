@@ -8,6 +8,7 @@ import weakref
 import numpy as np
 
 from kit import _views, backend, engine
+from kit._errors import ShapeError
 from kit._promotion import default_float
 from kit.engine import AccumulateGrad
 from kit.grad_mode import STATE
@@ -241,7 +242,7 @@ class Tensor:
     # --- conversion ---------------------------------------------------------------------
     def item(self):
         if self._data.size != 1:
-            raise ValueError(
+            raise ShapeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to a Python "
                 f"scalar; item() needs exactly one element"
             )
@@ -598,7 +599,12 @@ def _format(t):
     extras = []
     if backend.device_of(t._data) != "cpu":
         extras.append("device='gpu'")
-    if data.dtype not in (float32, int64, bool_) or data.size == 0:
+    if data.size == 0:  # as PyTorch: the shape unless 1-d, the dtype unless the default float
+        if data.ndim != 1:
+            extras.append(f"size={tuple(data.shape)}")
+        if data.dtype != float32:
+            extras.append(f"dtype=kit.{data.dtype}")
+    elif data.dtype not in (float32, int64, bool_):
         extras.append(f"dtype=kit.{data.dtype}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")

@@ -39,11 +39,20 @@ def _from_registry():
     return methods
 
 
+def _t(self):
+    """`x.t()`: the transpose of a matrix; a 0-d or 1-d tensor is itself (as PyTorch)."""
+    if self.ndim > 2:
+        raise RuntimeError(f"kit t(): expects a tensor with <= 2 dimensions, but this one is "
+                           f"{self.ndim}-D (shape {list(self.shape)}). Fix: x.transpose(0, 1), "
+                           f"or x.mT for the last two dims")
+    return transpose(self, 0, 1) if self.ndim == 2 else self
+
+
 # Methods that are no single op: spellings of several, or the in-place machinery.
 _OTHERS = {
     "__pos__": lambda s: s,
     "expand_as": lambda s, other: movement.expand(s, other.shape),
-    "t": lambda s: transpose(s, 0, 1) if s.ndim == 2 else s,
+    "t": _t,
     "T": property(lambda s: permute(s, tuple(reversed(range(s.ndim))))),
     "mT": property(lambda s: transpose(s, -2, -1)),
     "__setitem__": _setitem,

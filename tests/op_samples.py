@@ -77,6 +77,21 @@ IDX = np.array([2, 0, 2])
 IMAGE, POOLED = uniform(2, 2, 4, 4), distinct(1, 2, 5, 5)  # (N, C, H, W); POOLED has no ties
 CONV = ((1, 1), (0, 0), (1, 1), 1)  # conv2d's (stride, padding, dilation, groups) as normalised
 STRIDED = ((2, 2), (1, 1), (2, 1), 2)
+INTS = np.array([[7, -7, 0], [5, -4, 9]])
+
+
+def nonzero_ints(*shape):
+    return RNG.choice([-3, -2, -1, 1, 2, 3], size=shape)
+
+
+def _detached(f, *inputs):
+    """floor_divide's gradient raises, as PyTorch's: compare its values on detached floats."""
+    return f(*(t.detach() if hasattr(t, "detach") else t for t in inputs))
+
+
+def _torch_detached(name):
+    return lambda torch, *inputs: _detached(getattr(torch, name), *inputs)
+
 
 SAMPLES = {
     # elementwise
@@ -91,8 +106,6 @@ SAMPLES = {
                 torch=lambda torch, x: torch.clamp(x, -1.5, 1.2))],
     "eq": [s(A, A * BOOL)], "ne": [s(A, A * BOOL)], "lt": [s(A, B)], "le": [s(A, B)],
     "gt": [s(A, B)], "ge": [s(A, B)],
-    "logical_and": [s(BOOL, B > 0)], "logical_or": [s(BOOL, B > 0)],
-    "logical_xor": [s(BOOL, B > 0)], "logical_not": [s(BOOL)],
     "sign": [s(A)],
     # reductions
     "sum": [s(A), s(M, 1, True)], "mean": [s(A), s(M, (0, 1), False)],
@@ -208,9 +221,36 @@ SAMPLES = {
                      torch=lambda torch, x: F(torch).max_pool2d(x, 2)),
                    s(POOLED, call=lambda f, x: f(x, 3, 2, 1, 1, False, True),
                      torch=lambda torch, x: F(torch).max_pool2d(x, 3, 2, 1, 1, False, True))],
+    # issue 11: PyTorch's edges (amax/amin, msort, kit/ops/bitwise.py)
+    "amax": [s(D, torch=lambda torch, x: torch.amax(x)), s(D, (0, 1), True)],
+    "amin": [s(D, 0, False), s(uniform(2, 3, 2), (0, -1), True)],
+    "msort": [s(D)],
+    "floor_divide": [s(INTS, nonzero_ints(3)), s(uniform(2, 3), 0.7, call=_detached,
+                                                  torch=_torch_detached("floor_divide"))],
+    "remainder": [s(A, nonzero(B)), s(INTS, -3)],
+    "fmod": [s(A, nonzero(B)), s(INTS, nonzero_ints(3))],
+    "bitwise_and": [s(INTS, INTS[:1])], "bitwise_or": [s(INTS, 6)],
+    "bitwise_xor": [s(BOOL, B > 0)], "bitwise_not": [s(INTS), s(BOOL)],
+    "bitwise_left_shift": [s(INTS, np.array([0, 1, 3]))],
+    "bitwise_right_shift": [s(-INTS, 1)],
+    "logical_and": [s(BOOL, B > 0)], "logical_or": [s(A, INTS)],
+    "logical_xor": [s(BOOL, B)], "logical_not": [s(BOOL), s(A * BOOL)],
 }
 
+def ints(a):
+    return np.round(a * 3).astype(np.int64)
+
+
+def nonzero_int(a):
+    return np.where(ints(a) == 0, 2, ints(a))
+
+
 # Binary broadcasting ops: the domain of each operand for the broadcast grid (default: any).
-BROADCAST_DOMAINS = {"div": (None, nonzero), "pow": (positive, None)}
+BROADCAST_DOMAINS = {
+    "div": (None, nonzero), "pow": (positive, None), "remainder": (None, nonzero),
+    "fmod": (None, nonzero), "floor_divide": (ints, nonzero_int),
+    "bitwise_left_shift": (ints, lambda a: np.abs(ints(a))), "bitwise_right_shift": (ints, ints),
+    **{f"bitwise_{op}": (ints, ints) for op in ("and", "or", "xor")},
+}
 BROADCAST_SHAPES = [((), ()), ((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3)),
                     ((4, 1, 3), (2, 1)), ((1,), (2, 2))]

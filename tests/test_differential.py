@@ -1,53 +1,32 @@
 """Random programs on kit.torch and PyTorch: the same results, gradients, dtypes, requires_grad
-flags and exception classes (the programs and the comparison are in tests/differential.py)."""
+flags and exception classes (the programs, drawn by hypothesis, and the comparison are in
+tests/differential.py). The draws are derandomized: CI runs the same programs every time; a
+difference fails with the smallest program hypothesis can shrink it to."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+from hypothesis import given, settings
 
-from tests.differential import make_program, run, same
+from tests.differential import SETTINGS, outcomes, programs, same
 
-torch = pytest.importorskip("torch", reason="PyTorch is the oracle of the differential programs")
+pytest.importorskip("torch", reason="PyTorch is the oracle of the differential programs")
 
-import kit.torch  # noqa: E402
-
-# NaN/inf programs whose difference is known and kept, each with its reason:
-KNOWN = {
-    # softmax over [inf, x, inf]: PyTorch's NaN everywhere comes from its max-shifted sum; kit's
-    # exp(x - logsumexp(x)) gives 0 at the finite element.
-    ("nan", 71),
-    # the gradient of max() over elements with a NaN: PyTorch gives the finite elements their
-    # other terms and NaN to the NaN element; kit's cos-of-max chain gives NaN to all.
-    ("nan", 197),
-    # minimum/maximum of NaN with NaN then pow: PyTorch's split at a NaN "tie" differs.
-    ("nan", 380),
-}
+FINITE, SPECIAL = 600, 600  # programs per run (about 15 s of CPU time for both)
 
 
-def _kit(program):
-    # NOTE: a known difference, kept: NumPy warns (RuntimeWarning) where an op makes inf or NaN
-    # (log(0), sqrt(-1), 1/0); PyTorch says nothing. Silencing it per op would cost each op a
-    # NumPy error-state switch, so kit leaves NumPy's warnings as they are.
-    with np.errstate(all="ignore"):
-        return run(kit.torch, program)
+def _check(program):
+    ours, theirs = outcomes(program)
+    assert same(ours, theirs), f"\n  kit:     {ours}\n  pytorch: {theirs}"
 
 
-@pytest.mark.parametrize("chunk", range(4))
-def test_random_finite_programs_match_pytorch(chunk):
-    differences = []
-    for seed in range(chunk * 100, chunk * 100 + 100):
-        program = make_program(np.random.default_rng(seed), nan=False)
-        ours, theirs = _kit(program), run(torch, program)
-        if not same(ours, theirs):
-            differences.append((seed, program, ours, theirs))
-    assert not differences, f"{len(differences)} programs differ, e.g. {differences[0]}"
+@settings(max_examples=FINITE, derandomize=True, **SETTINGS)
+@given(programs(nan=False))
+def test_random_finite_programs_match_pytorch(program):
+    _check(program)
 
 
-def test_random_programs_with_nan_and_inf_match_pytorch():
-    differences = []
-    for seed in range(400):
-        program = make_program(np.random.default_rng(seed), nan=True)
-        if not same(_kit(program), run(torch, program)) and ("nan", seed) not in KNOWN:
-            differences.append(seed)
-    assert not differences, f"programs {differences} differ (python -m tests.differential)"
+@settings(max_examples=SPECIAL, derandomize=True, **SETTINGS)
+@given(programs(nan=True))
+def test_random_programs_with_nan_inf_and_integer_extremes_match_pytorch(program):
+    _check(program)

@@ -30,6 +30,7 @@ from kit.func import vmap
 from kit.func._batched import RULES
 from kit.ops import (
     _registry,
+    bitwise,
     composite,
     conv,
     elementwise,
@@ -102,9 +103,11 @@ def test_every_declared_op_has_a_sample_input():
 def test_every_public_function_of_a_family_file_is_declared():
     """What kit.ops publishes comes from the registry, so an undeclared op would be invisible."""
     helpers = {"normalize_axis", "kept_shape", "expand_back", "shape_arg", "expand_shape",
-               "where_", "fused_cross_entropy", "concatenate", "pair_arg", "out_size"}
+               "where_", "fused_cross_entropy", "concatenate", "pair_arg", "out_size",
+               "every_dim", "one_dim"}
     declared = {op.fn for op in OPS.values()}
-    for module in (elementwise, reductions, movement, linalg, sorting, composite, nn, conv):
+    for module in (elementwise, reductions, movement, linalg, sorting, composite, bitwise, nn,
+                   conv):
         for name, fn in vars(module).items():
             if callable(fn) and getattr(fn, "__module__", None) == module.__name__ and \
                     not name.startswith("_") and not isinstance(fn, type) and name not in helpers:
@@ -301,11 +304,12 @@ def test_elementwise_on_0d_and_1d(name, shape, xp_device):
 
 @pytest.mark.parametrize(("name", "i"), CASES)
 def test_vmap_matches_a_python_loop(name, i):
-    """Each float input gets a batch of 3 (different data per sample), and so do bool inputs of
-    ops that take no float one (logical_and); the rest (numbers, indices, masks) is shared."""
+    """Each float input gets a batch of 3 (different data per sample), and so do bool and integer
+    inputs of ops that take no float one (logical_and, bitwise_and); the rest (numbers, indices,
+    masks) is shared."""
     sample = SAMPLES[name][i]
     fn = _caller(name, sample)
-    kinds = "f" if any(getattr(a, "dtype", None) == np.float64 for a in sample.args) else "b"
+    kinds = "f" if any(getattr(a, "dtype", None) == np.float64 for a in sample.args) else "biu"
     batched = [isinstance(a, np.ndarray) and a.dtype.kind in kinds for a in sample.args]
     stacks = [np.stack([_vary(a, k) for k in range(3)]) if b else a
               for a, b in zip(sample.args, batched, strict=True)]
@@ -320,6 +324,8 @@ def test_vmap_matches_a_python_loop(name, i):
 
 
 def _vary(a, k):
+    if a.dtype.kind in "iu":
+        return a * (k + 1)  # (the same zeros: a nonzero divisor stays nonzero)
     return a ^ (k == 1) if a.dtype.kind == "b" else a + 0.01 * k
 
 

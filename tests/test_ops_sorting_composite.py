@@ -139,12 +139,13 @@ def test_composite_errors_name_the_op_and_the_fix():
 
 def test_composites_are_built_from_primitives():
     """No composite owns gradient code: their graphs contain only primitive nodes. (Cross-entropy
-    against class indices is the one fused primitive, with its reason in kit/ops/losses.py.)"""
+    against class indices is a fused primitive, with its reason in kit/ops/losses.py; relu and
+    log_softmax are primitives, as PyTorch's, with theirs in kit/ops/composite.py.)"""
     z = leaf(rand(2, 3))
     probs = kit.tensor([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]], dtype=kit.float64)
     loss = kit.cross_entropy(kit.relu(z), probs) + kit.mse_loss(z, z * 0)
-    primitives = {"add", "sub", "mul", "neg", "where", "logsumexp", "getitem", "mean", "sum",
-                  "relu"}  # relu: a primitive, for its differentiable gradient (composite.py)
+    primitives = {"add", "sub", "mul", "neg", "where", "log_softmax", "getitem", "mean", "sum",
+                  "relu"}
     seen, stack = set(), [loss.grad_fn]
     while stack:
         node = stack.pop()
@@ -153,7 +154,7 @@ def test_composites_are_built_from_primitives():
         seen.add(node)
         assert node.op in primitives, node.op
         stack.extend(edge[0] for edge in node.next_functions if edge[0] is not None)
-    assert {"logsumexp", "relu", "sum"} <= {node.op for node in seen}
+    assert {"log_softmax", "relu", "sum"} <= {node.op for node in seen}
     fused = kit.cross_entropy(z, kit.tensor([0, 2]))
     assert fused.grad_fn.op == "cross_entropy"
     assert [edge[0].name() for edge in fused.grad_fn.next_functions] == ["AccumulateGrad"]

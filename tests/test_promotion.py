@@ -23,9 +23,12 @@ OPS = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
     "pow": operator.pow, "eq": operator.eq, "ne": operator.ne, "lt": operator.lt,
     "le": operator.le, "gt": operator.gt, "ge": operator.ge,
-    "maximum": lambda x, y, lib=None: lib.maximum(x, y),
-    "minimum": lambda x, y, lib=None: lib.minimum(x, y),
+    "floor_divide": operator.floordiv, "remainder": operator.mod, "bitwise_and": operator.and_,
+    "bitwise_or": operator.or_, "bitwise_xor": operator.xor, "left_shift": operator.lshift,
+    "right_shift": operator.rshift,
 }
+FUNCTIONS = ["maximum", "minimum", "fmod", "logical_and", "logical_or", "logical_xor"]
+OPS.update({name: lambda x, y, lib, name=name: getattr(lib, name)(x, y) for name in FUNCTIONS})
 
 
 def _operand(lib, kind, name):
@@ -39,7 +42,7 @@ def _operand(lib, kind, name):
 def _run(lib, op, x, y):
     fn = OPS[op]
     try:
-        out = fn(x, y, lib=lib) if op in ("maximum", "minimum") else fn(x, y)
+        out = fn(x, y, lib) if op in FUNCTIONS else fn(x, y)
     except Exception as exc:  # noqa: BLE001 - the class is what is compared
         return type(exc).__name__
     if not hasattr(out, "dtype"):

@@ -175,3 +175,26 @@ def test_integer_results_are_not_tracked(torch):
     assert s.requires_grad
     f = x.double()
     assert f.requires_grad and type(f.grad_fn).__name__ == "ToCopyBackward0"
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_old_tutorials_update_through_data_in_place(torch):
+    """`w.data -= lr * w.grad` and `w.grad.data.zero_()` (pre-0.4 tutorials) update in place:
+    w stays the same leaf, its version does not move (.data has its own counter) and the next
+    backward works."""
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = torch.tensor([3.0, -2.0])
+    expected = np.array([1.0, 2.0])
+    for _ in range(2):
+        loss = ((w * x).sum() - 1.0) ** 2
+        loss.backward()
+        w.data -= 0.1 * w.grad
+        w.grad.data.zero_()
+        expected -= 0.1 * 2 * (expected @ [3.0, -2.0] - 1.0) * np.array([3.0, -2.0])
+    assert w.is_leaf and w.requires_grad and w._version == 0
+    np.testing.assert_allclose(values(w), expected, rtol=1e-6)
+    np.testing.assert_array_equal(values(w.grad), [0.0, 0.0])
+    saved = w * 2  # a saved value of w is not invalidated by a .data update, as in PyTorch
+    w.data.mul_(2)
+    saved.sum().backward()
+    np.testing.assert_array_equal(values(w.grad), [2.0, 2.0])

@@ -27,7 +27,7 @@ from kit.func._batched import (
 )
 from kit.ops import movement
 from kit.ops._registry import OPS
-from kit.ops.reductions import MaxMin, normalize_axis
+from kit.ops.reductions import MaxMin, normalize_axis, one_dim
 from kit.ops.sorting import SortResult
 
 BATCHING = {}  # rule name (what a declaration's batch= says) -> rule(fn, *args, **kwargs)
@@ -132,15 +132,28 @@ def _extreme(fn, x, axis=None, keepdims=False):
 @batch_rule("arg_extreme")
 def _arg_extreme(fn, x, axis=None, keepdims=False):
     if axis is None:
-        return BatchedTensor(fn(_flat(x), len(x.levels)), x.levels)
+        out = fn(_flat(x), len(x.levels))
+        if keepdims:  # PyTorch: argmax(keepdim=True) without a dim keeps every dim, as size 1
+            out = movement.reshape(out, batch_shape(x) + (1,) * x.ndim)
+        return BatchedTensor(out, x.levels)
     return BatchedTensor(fn(x.value, _axes(x, axis, fn.__name__)[0], keepdims), x.levels)
+
+
+@batch_rule("softmax")
+def _softmax(fn, x, dim=-1):
+    """softmax or log_softmax along one dim of each sample (a 0-d sample: a dim of size 1)."""
+    if x.ndim == 0:
+        normalize_axis(dim, 0, fn.__name__)
+        one = movement.unsqueeze(x.value, -1)
+        return BatchedTensor(movement.squeeze(fn(one, -1), -1), x.levels)
+    return BatchedTensor(fn(x.value, _axes(x, dim, fn.__name__)[0]), x.levels)
 
 
 # --- sorting --------------------------------------------------------------------------------
 def _sort_axis(x, axis):
     if x.ndim == 0:
         return None
-    return normalize_axis(axis, x.ndim, "sort")[0] + len(x.levels)
+    return one_dim(axis, x.ndim, "sort") + len(x.levels)
 
 
 @batch_rule("sort")
@@ -173,7 +186,7 @@ def _index_add(fn, x, dim, index, source, alpha=1):
     nd = x.ndim
     x = expand_levels(x, levels, sizes)
     source = expand_levels(source, levels, sizes)
-    axis = normalize_axis(dim, nd, "index_add")[0] + len(levels)
+    axis = one_dim(dim, nd, "index_add") + len(levels)
     return BatchedTensor(fn(x.value, axis, index, source.value, alpha), levels)
 
 

@@ -16,22 +16,22 @@ from kit.func._batched import BatchedTensor, batching, expand_levels, physical
 from kit.func._rules import align, batch_rule, batch_shape, union_levels, union_sizes
 from kit.ops import elementwise
 from kit.ops.movement import expand_shape, shape_arg
-from kit.ops.reductions import normalize_axis
+from kit.ops.reductions import normalize_axis, one_dim
 
 
 def _axis(x, dim, op):
-    return normalize_axis(dim, x.ndim, op)[0] + len(x.levels)
+    return one_dim(dim, x.ndim, op) + len(x.levels)
 
 
 # --- shape ----------------------------------------------------------------------------------
 @batch_rule("reshape")
 def _reshape(fn, x, *shape):
-    return BatchedTensor(fn(x.value, batch_shape(x) + shape_arg(shape)), x.levels)
+    return BatchedTensor(fn(x.value, batch_shape(x) + shape_arg(shape, "reshape")), x.levels)
 
 
 @batch_rule("permute")
 def _permute(fn, x, *axes):
-    axes = shape_arg(axes)
+    axes = shape_arg(axes, "permute")
     nd = x.ndim
     if sorted(a % max(nd, 1) for a in axes) != list(range(nd)):
         raise ValueError(
@@ -93,7 +93,7 @@ def _flatten(fn, x, start_dim=0, end_dim=-1):
 
 @batch_rule("expand")
 def _expand(fn, x, *shape):
-    lead, sizes = expand_shape(shape_arg(shape), tuple(x.shape))
+    lead, sizes = expand_shape(shape_arg(shape, "expand"), tuple(x.shape))
     batch = batch_shape(x)
     padded = x.value.reshape(batch + (1,) * lead + tuple(x.shape))
     return BatchedTensor(fn(padded, batch + sizes), x.levels)
@@ -226,7 +226,7 @@ def _joined(tensors):
 @batch_rule("cat")
 def _cat(fn, tensors, axis=0):
     nd, levels, values = _joined(tensors)
-    return BatchedTensor(fn(values, normalize_axis(axis, nd, "cat")[0] + len(levels)), levels)
+    return BatchedTensor(fn(values, one_dim(axis, nd, "cat") + len(levels)), levels)
 
 
 @batch_rule("stack")

@@ -66,16 +66,18 @@ from kit.mx.nd_shape import (
     swapaxes,
     take,
 )
-from kit.mx.ndarray import NDArray, unwrap, wrap
+from kit.mx.ndarray import NDArray, mxnet_mod, unwrap, wrap
 from kit.ops._registry import published
 from kit.ops.reductions import normalize_axis
 
 __all__ = [
     "Activation", "BlockGrad", "Convolution", "Custom", "Dropout", "Embedding", "FullyConnected",
     "LeakyReLU", "NDArray", "Pooling", "SoftmaxOutput", "add", "add_n", "arange", "argmax",
-    "array", "batch_dot", "broadcast_like", "broadcast_to", "clip", "concat", "divide", "dot",
+    "array", "batch_dot", "broadcast_like", "broadcast_logical_and", "broadcast_logical_or",
+    "broadcast_logical_xor", "broadcast_mod", "broadcast_to", "clip", "concat", "divide", "dot",
     "empty", "expand_dims", "flatten", "flip", "full", "linalg", "load", "log10", "log2",
-    "log_softmax", "max", "mean", "min", "multiply", "norm", "one_hot", "ones", "ones_like",
+    "log_softmax", "logical_not", "max", "mean", "min", "multiply", "norm", "one_hot", "ones",
+    "ones_like",
     "pick", "random", "random_normal", "random_uniform", "reciprocal", "repeat", "reshape",
     "reverse", "rsqrt", "save", "sign", "slice", "slice_axis", "smooth_l1", "softmax",
     "softmax_cross_entropy", "sparse", "split", "square", "squeeze", "stack", "stop_gradient",
@@ -111,6 +113,18 @@ subtract = _binary("subtract", ops.sub)
 multiply = _binary("multiply", ops.mul)
 divide = _binary("divide", ops.div)
 true_divide = divide
+broadcast_mod = _binary("broadcast_mod", mxnet_mod)
+
+
+def _truth(fn):
+    # NOTE: MXNet's logic ops give 1/0 in the array's dtype, not booleans (as its comparisons)
+    return lambda *tensors: fn(*tensors).astype(tensors[0].dtype)
+
+
+broadcast_logical_and = _binary("broadcast_logical_and", _truth(ops.logical_and))
+broadcast_logical_or = _binary("broadcast_logical_or", _truth(ops.logical_or))
+broadcast_logical_xor = _binary("broadcast_logical_xor", _truth(ops.logical_xor))
+logical_not = _unary("logical_not", _truth(ops.logical_not))
 
 
 def _same_shape(name, fn):
@@ -155,6 +169,8 @@ def clip(data, a_min, a_max, out=None):
 
 # --- reductions -----------------------------------------------------------------------------
 def _axes(data, axis, exclude, op):
+    if isinstance(axis, (list, tuple)) and not axis:  # MXNet's default axis=(): every axis
+        return tuple(range(data.ndim))
     axes = normalize_axis(axis, data.ndim, op)
     if exclude:
         axes = tuple(i for i in range(data.ndim) if i not in axes)

@@ -13,7 +13,7 @@ from kit import ops
 from kit.mx._ndutil import REAL, tensor_of, write_out
 from kit.mx.base import error, run
 from kit.mx.ndarray import NDArray, wrap
-from kit.ops.reductions import normalize_axis
+from kit.ops.reductions import one_dim
 
 __all__ = ["pick", "repeat", "tile", "topk", "where"]
 
@@ -42,7 +42,7 @@ def pick(data, index, axis=-1, keepdims=False, mode="clip", out=None):
     x, i = tensor_of(data, "pick"), tensor_of(index, "pick")
     if mode not in ("clip", "wrap"):
         raise ValueError(f"mx.nd.pick: mode must be 'clip' or 'wrap', got {mode!r}")
-    axis = normalize_axis(axis, x.ndim, "mx.nd.pick")[0]
+    axis = one_dim(axis, x.ndim, "mx.nd.pick")
     want = tuple(n for a, n in enumerate(x.shape) if a != axis)
     idx = _host(i).astype(np.int64)
     if idx.shape == tuple(1 if a == axis else n for a, n in enumerate(x.shape)):
@@ -97,7 +97,7 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
         raise ValueError(f"mx.nd.topk: ret_typ must be one of {_RET_TYPES}, got {ret_typ!r}")
     if axis is None:
         x, axis = run(ops.reshape, x, (-1,)), 0
-    axis = normalize_axis(axis, x.ndim, "mx.nd.topk")[0]
+    axis = one_dim(axis, x.ndim, "mx.nd.topk")
     k = int(k)
     if not 1 <= k <= x.shape[axis]:
         raise error(ValueError, (
@@ -147,7 +147,7 @@ def repeat(data, repeats, axis=None):
         nonlocal axis
         if axis is None:
             x, axis = ops.reshape(x, (-1,)), 0
-        a = normalize_axis(axis, x.ndim, "mx.nd.repeat")[0]
+        a = one_dim(axis, x.ndim, "mx.nd.repeat")
         spread = ops.unsqueeze(x, a + 1)
         grown = ops.expand(spread, x.shape[:a + 1] + (repeats,) + x.shape[a + 1:])
         return ops.reshape(grown, x.shape[:a] + (x.shape[a] * repeats,) + x.shape[a + 1:])

@@ -17,7 +17,7 @@ from kit import ops
 from kit.mx._ndutil import as_shape, tensor_of, write_out
 from kit.mx.base import error, run
 from kit.mx.ndarray import NDArray, wrap
-from kit.ops.reductions import normalize_axis
+from kit.ops.reductions import normalize_axis, one_dim
 
 __all__ = [
     "BlockGrad", "add_n", "broadcast_like", "broadcast_to", "flip", "reverse", "slice",
@@ -26,7 +26,7 @@ __all__ = [
 
 
 def _axis(axis, ndim, op):
-    return normalize_axis(axis, ndim, f"mx.nd.{op}")[0]
+    return one_dim(axis, ndim, f"mx.nd.{op}")
 
 
 def stack(*data, axis=0, out=None):

@@ -332,6 +332,21 @@ def _binary(fn, reflected=False):
     return lambda self, other: wrap(run(fn, self._t, unwrap(other)))
 
 
+def mxnet_mod(a, b):
+    """MXNet's `%` (broadcast_mod): the remainder with the divisor's sign, as Python's and
+    PyTorch's, except that a zero divisor gives 0 (mshadow_op::mod), not NaN or an error.
+
+    NOTE: there the dividend's gradient is 0 (the result is a constant); MXNet's is 1."""
+    from kit import ops
+
+    if not isinstance(b, Tensor):
+        return ops.remainder(a, b) if b != 0 else a * 0 + 0  # + 0: never -0.0
+    if not isinstance(a, Tensor):  # a constant of b's dtype, so b gets a gradient
+        a = Tensor(backend.get_array_module(b._data).asarray(a, dtype=b._data.dtype))
+    zero = b == 0
+    return ops.where(zero, 0, ops.remainder(a, ops.where(zero, 1, b)))
+
+
 def _compare(fn):
     def method(self, other):
         # NOTE: MXNet comparisons give 0/1 in the array's dtype, not booleans.
@@ -349,6 +364,7 @@ def _bind_arithmetic():
         "__mul__": _binary(ops.mul), "__rmul__": _binary(ops.mul, True),
         "__truediv__": _binary(ops.div), "__rtruediv__": _binary(ops.div, True),
         "__pow__": _binary(ops.pow), "__rpow__": _binary(ops.pow, True),
+        "__mod__": _binary(mxnet_mod), "__rmod__": _binary(mxnet_mod, True),
         "__neg__": lambda self: wrap(run(ops.neg, self._t)),
         "__abs__": lambda self: wrap(run(ops.abs, self._t)),
         "__eq__": _compare(ops.eq), "__ne__": _compare(ops.ne),

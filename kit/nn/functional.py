@@ -9,10 +9,11 @@ tensor([[2., 2., 2.]])
 from __future__ import annotations
 
 import math
+import warnings
 
 from kit._creation import arange, ones, rand
-from kit.ops import conv
-from kit.ops.composite import _reduce, log_softmax, mse_loss, relu, softmax
+from kit.ops import composite, conv
+from kit.ops.composite import _reduce, mse_loss, relu
 from kit.ops.composite import cross_entropy as fused_cross_entropy
 from kit.ops.elementwise import abs as abs_
 from kit.ops.elementwise import clamp, exp, log, sigmoid, sqrt, tanh, where
@@ -34,6 +35,25 @@ def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword
     """input @ weight.T + bias, with weight of shape (out_features, in_features): one fused node
     (kit/ops/nn.py says why)."""
     return fused_linear(input, weight, bias)
+
+
+def _implicit_dim(name, ndim):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1  # PyTorch's old rule, kept for this case
+
+
+def softmax(input, dim=None, dtype=None):  # noqa: A002
+    """softmax along `dim`; without a dim, PyTorch's deprecated implicit choice (dim 0 for 0-d,
+    1-d and 3-d inputs, else 1), with its warning."""
+    x = input if dtype is None else input.to(dtype)
+    return composite.softmax(x, _implicit_dim("softmax", x.ndim) if dim is None else dim)
+
+
+def log_softmax(input, dim=None, dtype=None):  # noqa: A002
+    """log_softmax along `dim` (without one, as softmax, with PyTorch's warning)."""
+    x = input if dtype is None else input.to(dtype)
+    return composite.log_softmax(x, _implicit_dim("log_softmax", x.ndim) if dim is None else dim)
 
 
 def gelu(input, approximate="none"):  # noqa: A002

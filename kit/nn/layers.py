@@ -206,7 +206,7 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, input):  # noqa: A002
-        return F.softmax(input, -1 if self.dim is None else self.dim)
+        return F.softmax(input, self.dim)  # dim=None: PyTorch's implicit dim, with its warning
 
     def extra_repr(self):
         return f"dim={self.dim}"
@@ -220,7 +220,7 @@ class LogSoftmax(Module):
         self.dim = dim
 
     def forward(self, input):  # noqa: A002
-        return F.log_softmax(input, -1 if self.dim is None else self.dim)
+        return F.log_softmax(input, self.dim)
 
     def extra_repr(self):
         return f"dim={self.dim}"

@@ -4,16 +4,18 @@ Every op is declared once, in its family file (kit/ops/_registry.py says how); t
 exports each declared op under its Python name, and kit/_tensor_methods.py makes the Tensor's
 operators and methods from the same declarations.
 
-Primitives (own gradient code): elementwise, reductions, movement, linalg, losses, and the
-module layer's nn (linear, erf) and conv (conv2d, max_pool2d) (imported here, so that kit.func's
-vmap rule table, built from the registry when kit is imported, has them too).
-Composites (none): sorting.sort/index_add, composite.relu/softmax/log_softmax/mse_loss,
-linalg.dot/mm/outer, movement.movedim/broadcast_to.
+Primitives (own gradient code): elementwise, reductions, movement, linalg, losses, bitwise
+(remainder, fmod), composite.relu/softmax/log_softmax, and the module layer's nn (linear, erf)
+and conv (conv2d, max_pool2d) (imported here, so that kit.func's vmap rule table, built from the
+registry when kit is imported, has them too).
+Composites (none): sorting.msort, composite.mse_loss, linalg.dot/mm/outer,
+movement.movedim/broadcast_to, extra, norms.
 """
 
 from __future__ import annotations
 
 from kit.ops import (
+    bitwise,
     composite,
     conv,  # noqa: F401 - imported to declare its ops (not in __all__: see below)
     elementwise,
@@ -33,7 +35,8 @@ concatenate = movement.cat  # NumPy's name for cat
 
 # NOTE: conv and nn are left out of __all__: `from kit.ops import *` in kit/__init__ would make
 # kit.nn this module instead of the module layer.
-__all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "norms",
+__all__ = ["bitwise", "composite", "concatenate", "elementwise", "extra", "linalg", "movement",
+           "norms",
            "reductions", "sorting", "view_ops"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 

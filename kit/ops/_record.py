@@ -16,7 +16,8 @@ import numpy as np
 
 from kit import _views, backend
 from kit._creation import _to_array
-from kit._promotion import cast_scalar, result_type
+from kit._errors import ArgumentError, DimIndexError, DtypeError, ShapeError  # noqa: F401
+from kit._promotion import cast_scalar, default_float, result_type
 from kit._tensor import Tensor, version_counter
 from kit.engine import NO_EDGE, OUTPUT, Node, capture_stack
 from kit.grad_mode import STATE
@@ -109,6 +110,13 @@ def constant(value, like, op):
     )
 
 
+def _computed_in(dtype, op):
+    """True division of integers or bools is computed in the default float dtype, from the
+    operands' own values (PyTorch: uint8 tensor / 300 is x / 300.0, not x / (300 wrapped to
+    uint8)); every other op computes in the promoted dtype."""
+    return default_float() if op == "div" and dtype.kind in "biu" else dtype
+
+
 def pair(a, b, op):
     """Operands of a binary op as (a, b, x, y): a, b Tensors or scalars; x, y their data, cast to
     the dtype PyTorch's type promotion gives (kit/_promotion.py)."""
@@ -121,11 +129,11 @@ def pair(a, b, op):
             if type(x) is not type(y):
                 check_same_device(op, x, y)
             if x.dtype is not y.dtype:
-                dtype = result_type(x, y)
+                dtype = _computed_in(result_type(x, y), op)
                 x = x if x.dtype == dtype else x.astype(dtype)
                 y = y if y.dtype == dtype else y.astype(dtype)
             return a, b, x, y
-        dtype = result_type(x, b)
+        dtype = _computed_in(result_type(x, b), op)
         if x.dtype != dtype:
             x = x.astype(dtype)  # NOTE: int tensor op Python float gives float32, as in PyTorch
         return a, b, x, cast_scalar(b, dtype)
@@ -144,16 +152,6 @@ def check_same_device(op, *arrays):
             f"{' and '.join(sorted(devices))}. Fix: move one explicitly, e.g. x.to('gpu') or "
             f"x.to('cpu')"
         )
-
-
-class DtypeError(RuntimeError, TypeError):
-    """An op that does not take this dtype: PyTorch's RuntimeError, and a TypeError as kit raised
-    before."""
-
-
-class ShapeError(RuntimeError, ValueError):
-    """Operands whose shapes do not fit: a RuntimeError, as PyTorch raises, and a ValueError, as
-    kit raised before (so both `except` clauses keep working)."""
 
 
 def shape_error(op, *arrays, detail=""):

@@ -183,11 +183,12 @@ def dims(fn):
     return method
 
 
-def last_dim(fn):
-    """`x.softmax(dim=-1)`."""
+def with_dim(fn):
+    """`x.softmax(dim, dtype=None)`: PyTorch's method has no default dim (kit.softmax's is -1);
+    `dtype` converts the input first."""
 
-    def method(self, dim=-1):
-        return fn(self, dim)
+    def method(self, dim, dtype=None):
+        return fn(self if dtype is None else self.to(dtype), dim)
 
     return method
 

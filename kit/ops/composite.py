@@ -1,17 +1,22 @@
 """Composites: built from primitives, so they own no gradient code.
 
-The exception, with its reason, is cross-entropy against class indices (kit/ops/losses.py).
+The exceptions, with their reasons: relu, softmax and log_softmax are primitives (as in
+PyTorch: one node each, whose gradient is differentiable, and PyTorch's NaN and inf results),
+and cross-entropy against class indices (kit/ops/losses.py).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from kit import backend
 from kit._tensor import Tensor
+from kit.engine import OUTPUT
 from kit.ops._record import record
-from kit.ops._registry import composite, last_dim, primitive
-from kit.ops.elementwise import _select, sign, where, where_
+from kit.ops._registry import composite, primitive, with_dim
+from kit.ops.elementwise import _select, exp_, sign, where, where_
 from kit.ops.losses import _fused_ce_rule, fused_cross_entropy
-from kit.ops.reductions import logsumexp, mean
+from kit.ops.reductions import mean, normalize_axis
 from kit.ops.reductions import sum as sum_
 
 
@@ -38,18 +43,53 @@ def relu(x):
                   (x,))
 
 
-@composite("softmax", methods=(("softmax", last_dim),), torch="softmax")
+def _softmax_rule(node, g, y):
+    axes = node.params
+    return (y * (g - (g * y).sum(axis=axes, keepdims=True)),)
+
+
+def _log_softmax_rule(node, g, y):
+    axes = node.params
+    return (g - exp_(y) * g.sum(axis=axes, keepdims=True),)
+
+
+def _shifted(x, dim, op):
+    """(x - max along dim, the axes): PyTorch's first step of softmax and log_softmax."""
+    if not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"kit.{op}: dim must be one int, got {dim!r}")
+    d = x._data
+    axes = normalize_axis(dim, d.ndim, op)
+    if not d.size:  # nothing to normalise: an empty result of any dtype, as in PyTorch
+        return d, axes
+    _float_only(x, op)
+    return d - d.max(axis=axes, keepdims=True), axes
+
+
+@primitive("softmax", grad=_softmax_rule, saves="output", batch="softmax",
+           methods=(("softmax", with_dim),))
 def softmax(x, dim=-1):
-    """exp(x) normalised along `dim`, computed as exp(x - logsumexp(x)) so it never overflows."""
-    _float_only(x, "softmax")
-    return (x - logsumexp(x, dim, keepdims=True)).exp()
+    """exp(x) normalised along `dim`, as PyTorch computes it: exp(x - max) / sum, so it never
+    overflows, and a slice holding +inf is NaN throughout (inf - inf), as in PyTorch."""
+    e, axes = _shifted(x, dim, "softmax")
+    if e.size:
+        e = backend.get_array_module(e).exp(e)
+        e = e / e.sum(axis=axes, keepdims=True)
+    return record("softmax", _softmax_rule, e.copy() if e is x._data else e, (x,), (OUTPUT,),
+                  axes)
 
 
-@composite("log_softmax", methods=(("log_softmax", last_dim),), torch="log_softmax")
+@primitive("log_softmax", grad=_log_softmax_rule, saves="output", batch="softmax",
+           methods=(("log_softmax", with_dim),))
 def log_softmax(x, dim=-1):
-    """log(softmax(x)) without the rounding of taking a log of a small probability."""
-    _float_only(x, "log_softmax")
-    return x - logsumexp(x, dim, keepdims=True)
+    """log(softmax(x)) as x - max - log(sum(exp(x - max))), without the rounding of taking a log
+    of a small probability."""
+    out, axes = _shifted(x, dim, "log_softmax")
+    if out.size:
+        xp = backend.get_array_module(out)
+        with np.errstate(divide="ignore"):  # a slice of -inf: log 0, NaN after, as in PyTorch
+            out = out - xp.log(xp.exp(out).sum(axis=axes, keepdims=True))
+    return record("log_softmax", _log_softmax_rule, out.copy() if out is x._data else out, (x,),
+                  (OUTPUT,), axes)
 
 
 def _float_only(x, op):

@@ -125,7 +125,9 @@ def _mul_rule(node, g, a, b):
 
 def _div_rule(node, g, a, b):
     need = node.next_functions
-    return (g / b if need[0] else None, -g * a / (b * b) if need[1] else None)
+    # NOTE: (a / b) / b as PyTorch computes it, not a / (b * b), whose b * b underflows to 0
+    # for a tiny b (1e-308) and gives inf where PyTorch's gradient is finite.
+    return (g / b if need[0] else None, -g * (a / b / b) if need[1] else None)
 
 
 def _true_divide(x, y):
@@ -178,6 +180,8 @@ def _pow_rule(node, g, a, b, y):
                 gb = g * y * (math.log(a) if a > 0 else math.nan)
         else:
             zero = (data_of(a) == 0) & (data_of(b) >= 0)
+            if not isinstance(a, Tensor) and a.dtype.kind in "biu":
+                a = a.astype(g.dtype)  # NOTE: NumPy's log of uint8 is float16; PyTorch's float32
             gb = where_(zero, 0, g * y * log_(a))
     return ga, gb
 
@@ -249,7 +253,8 @@ def _abs_rule(node, g, x):
     # a recorded op (its own gradient is 0), so the gradient requires grad as PyTorch's does.
     if isinstance(x, Tensor):
         return (g * sign(x),)
-    return (g * as_dtype_of(backend.get_array_module(x).sign(x), g),)
+    xp = backend.get_array_module(x)
+    return (g * as_dtype_of(xp.where(x == x, xp.sign(x), 0), g),)  # sign(NaN) is 0, as sign
 
 
 abs = _unary(  # noqa: A001
@@ -269,15 +274,16 @@ cos_ = dual(cos, "cos")
 
 # --- selection ------------------------------------------------------------------------------
 def _extremum_rule(node, g, a, b):
-    # NOTE: at ties the gradient is split in half between the two inputs, as in PyTorch.
-    # Each side gets the gradient unless it lost, so with a NaN (no comparison holds) both do,
-    # as in PyTorch.
+    # NOTE: as PyTorch: where(x == y, g / 2, g) (a tie splits it in half), then exactly 0 on the
+    # side that lost (a fill, not a product: an inf or NaN g does not leak to the loser). With a
+    # NaN no comparison holds, so both sides get g.
     x, y = data_of(a), data_of(b)
     a_lost, b_lost = (x < y, x > y) if node.params == "max" else (x > y, x < y)
-    tie = 0.5 * (x == y)
+    tie = x == y
+    shared = where_(tie, g * 0.5, g) if tie.any() else g
     need = node.next_functions
-    return (g * as_dtype_of(1 - a_lost - tie, g) if need[0] else None,
-            g * as_dtype_of(1 - b_lost - tie, g) if need[1] else None)
+    return (where_(a_lost, 0, shared) if need[0] else None,
+            where_(b_lost, 0, shared) if need[1] else None)
 
 
 def _extremum(op):
@@ -424,7 +430,7 @@ def _int_power(x, y):
     return xp.where(negative, at_negative, out).astype(out.dtype)
 
 
-# --- comparisons and logic: boolean results, never differentiable ---------------------------
+# --- comparisons: boolean results, never differentiable (logic: kit/ops/bitwise.py) -------
 def _compare(op, compute, **names):
     def fn(a, b):
         a, b, x, y = pair(a, b, op)
@@ -444,14 +450,6 @@ lt = _compare("lt", lambda x, y: x < y, methods=("__lt__", "lt"), torch="lt")
 le = _compare("le", lambda x, y: x <= y, methods=("__le__", "le"), torch="le")
 gt = _compare("gt", lambda x, y: x > y, methods=("__gt__", "gt"), torch="gt")
 ge = _compare("ge", lambda x, y: x >= y, methods=("__ge__", "ge"), torch="ge")
-logical_and = _compare("logical_and", lambda x, y: x & y, methods=("__and__",))
-logical_or = _compare("logical_or", lambda x, y: x | y, methods=("__or__",))
-logical_xor = _compare("logical_xor", lambda x, y: x ^ y, methods=("__xor__",))
-
-
-@primitive("logical_not", batch="elementwise", methods=("__invert__",))
-def logical_not(x):
-    return Tensor(~x._data if x._data.dtype.kind == "b" else x._data == 0)
 
 
 def _sign_rule(node, g):

@@ -17,7 +17,7 @@ from kit.ops._registry import composite
 from kit.ops.elementwise import eq, ne, sqrt, where
 from kit.ops.linalg import matmul
 from kit.ops.movement import astype, getitem, index_put_add, movedim, permute, reshape, unsqueeze
-from kit.ops.reductions import mean, normalize_axis
+from kit.ops.reductions import mean, normalize_axis, one_dim
 from kit.ops.reductions import sum as sum_
 from kit.ops.sorting import sort
 
@@ -110,10 +110,9 @@ def cumsum(x, dim, *, dtype=None):
         x = astype(x, dtype)
     elif x.dtype.kind in "biu":
         x = astype(x, np.int64)
+    axis = one_dim(dim, x.ndim, "cumsum")
     if x.ndim == 0:
-        normalize_axis(dim, 0, "cumsum")
         return x * 1
-    axis = normalize_axis(dim, x.ndim, "cumsum")[0]
     n = x.shape[axis]
     # (x.device and x.dtype, not x's array: under vmap x is a sample of a batch)
     upper = backend.to_device(np.triu(np.ones((n, n), dtype=x.dtype)), x.device)
@@ -163,14 +162,16 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's keyword
     """(values, indices) of the k largest (smallest if largest=False) along `dim`, sorted (also
     when sorted=False: PyTorch leaves that order unspecified)."""
-    n = x.shape[normalize_axis(dim, x.ndim, "topk")[0]] if x.ndim else 1
+    if x.dtype.kind == "b":
+        raise RuntimeError("kit.topk: does not support bool tensors (as PyTorch). Fix: x.int()")
+    n = x.shape[one_dim(dim, x.ndim, "topk")] if x.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError(f"kit.topk: k={k} is out of range for a dimension of size {n} "
                            f"(expected 0 <= k <= {n})")
     values, indices = sort(x, dim, largest)
     if x.ndim == 0:
         return TopkResult(values, indices)
-    axis = normalize_axis(dim, x.ndim, "topk")[0]
+    axis = one_dim(dim, x.ndim, "topk")
     keep = (slice(None),) * axis + (slice(0, k),)
     return TopkResult(getitem(values, keep), getitem(indices, keep))
 
@@ -189,7 +190,7 @@ def _grid(index, dim, op):
 
 def _check_index(x, dim, index, op):
     idx = data_of(index)
-    dim = normalize_axis(dim, x.ndim, op)[0]
+    dim = one_dim(dim, x.ndim, op)
     if idx.ndim != x.ndim:
         raise RuntimeError(f"kit.{op}: index has {idx.ndim} dims but the tensor has {x.ndim}; "
                            f"they must have the same number of dimensions")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kit._tensor import Tensor
-from kit.ops._record import pair, record
+from kit.ops._record import ShapeError, pair, record
 from kit.ops._registry import composite, primitive, reflected
 
 
@@ -42,13 +42,13 @@ def matmul(a, b):
             raise TypeError("kit.matmul: both operands must be tensors or arrays, not scalars")
     x, y = a._data, b._data
     if x.ndim == 0 or y.ndim == 0:
-        raise ValueError("kit.matmul: both arguments need at least 1 dimension, got a 0-d tensor")
+        raise ShapeError("kit.matmul: both arguments need at least 1 dimension, got a 0-d tensor")
     try:
         out = x @ y
     except ValueError:
         k_a = x.shape[-1]
         k_b = y.shape[0] if y.ndim == 1 else y.shape[-2]
-        raise ValueError(
+        raise ShapeError(
             f"kit.matmul: shapes {tuple(x.shape)} and {tuple(y.shape)} cannot be multiplied: the "
             f"last dimension of the first ({k_a}) must equal the "
             f"{'only' if y.ndim == 1 else 'second-to-last'} dimension of the second ({k_b})"
@@ -64,7 +64,7 @@ def matmul(a, b):
 def mm(a, b):
     """Product of two matrices (2-D only, as torch.mm)."""
     if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"kit.mm: expected 2-D tensors, got shapes {a.shape} and {b.shape}")
+        raise ShapeError(f"kit.mm: expected 2-D tensors, got shapes {a.shape} and {b.shape}")
     return matmul(a, b)
 
 
@@ -72,12 +72,12 @@ def mm(a, b):
 def dot(a, b):
     """Inner product of two 1-D tensors (as torch.dot)."""
     if a.ndim != 1 or b.ndim != 1:
-        raise ValueError(
+        raise ShapeError(
             f"kit.dot: 1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors "
             f"(shapes {tuple(a.shape)} and {tuple(b.shape)})"
         )
     if a.shape != b.shape:
-        raise ValueError(
+        raise ShapeError(
             f"kit.dot: inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
             f"[{b.shape[0]}] to have the same number of elements"
         )

@@ -7,15 +7,17 @@ repeated indices accumulate (`index_put_add`, whose own gradient is indexing aga
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
 from kit import backend
+from kit._errors import DimIndexError, ShapeError
 from kit._tensor import Tensor
-from kit.ops._record import ShapeError, check_same_device, data_of, record, shape_error
+from kit.ops._record import check_same_device, data_of, record, shape_error
 from kit.ops._registry import composite, primitive
 from kit.ops.elementwise import BROADCAST
-from kit.ops.reductions import normalize_axis
+from kit.ops.reductions import normalize_axis, one_dim
 
 
 def _tensor_arg(x, op):
@@ -24,11 +26,22 @@ def _tensor_arg(x, op):
     return x._data
 
 
-def shape_arg(shape):
-    """A shape given as sizes or as one sequence (x.reshape(2, 3) or x.reshape((2, 3)))."""
+def shape_arg(shape, op):
+    """A shape given as sizes or as one sequence (x.reshape(2, 3) or x.reshape((2, 3))), each
+    size an int (or anything with __index__, as PyTorch: not a float, not a bool)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        return tuple(shape[0])
-    return tuple(int(n) for n in shape)
+        shape = shape[0]
+    return tuple(_size(n, op) for n in shape)
+
+
+def _size(n, op):
+    try:
+        if isinstance(n, bool):
+            raise TypeError
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(f"kit.{op}: sizes must be ints, got {type(n).__name__} {n!r} (as "
+                        f"PyTorch, a float size is refused). Fix: int({n!r})") from None
 
 
 def expand_shape(shape, have):
@@ -36,9 +49,15 @@ def expand_shape(shape, have):
     dimensions it adds in front."""
     lead = len(shape) - len(have)
     if lead < 0:
-        raise ValueError(
+        raise ShapeError(
             f"kit.expand: the number of sizes ({len(shape)}) must be at least the number of "
             f"dimensions of the tensor ({len(have)})"
+        )
+    if -1 in shape[:lead]:
+        raise ShapeError(
+            f"kit.expand: size -1 (keep the size) in new leading dimension "
+            f"{shape.index(-1)} of {list(shape)}: a dimension the tensor of shape {list(have)} "
+            f"does not have has no size to keep. Fix: give its size"
         )
     return lead, tuple(have[i - lead] if n == -1 else n for i, n in enumerate(shape))
 
@@ -70,11 +89,11 @@ def _reshape_rule(node, g):
 def reshape(x, *shape):
     """The same elements in a new shape (-1 is inferred)."""
     d = _tensor_arg(x, "reshape")
-    shape = shape_arg(shape)
+    shape = shape_arg(shape, "reshape")
     try:
         out = d.reshape(shape)
     except ValueError:
-        raise ValueError(
+        raise ShapeError(
             f"kit.reshape: shape {list(shape)} is invalid for input of size {d.size} "
             f"(shape {list(d.shape)})"
         ) from None
@@ -93,10 +112,10 @@ def _permute_rule(node, g):
 def permute(x, *axes):
     """Reorder the axes: `permute(x, 2, 0, 1)`."""
     d = _tensor_arg(x, "permute")
-    axes = shape_arg(axes)
+    axes = shape_arg(axes, "permute")
     in_range = all(-d.ndim <= a < d.ndim for a in axes)
     if not in_range or sorted(a % max(d.ndim, 1) for a in axes) != list(range(d.ndim)):
-        raise ValueError(
+        raise (ShapeError if in_range else DimIndexError)(
             f"kit.permute: {list(axes)} is not a permutation of the {d.ndim} axes of a tensor "
             f"of shape {list(d.shape)}"
         )
@@ -111,9 +130,7 @@ def transpose(x, dim0=-2, dim1=-1):
     d = _tensor_arg(x, "transpose")
     if d.ndim < 2 and dim0 in (-2, -1) and dim1 in (-2, -1):
         return x
-    a, b = normalize_axis((dim0,), d.ndim, "transpose")[0], normalize_axis(
-        (dim1,), d.ndim, "transpose"
-    )[0]
+    a, b = one_dim(dim0, d.ndim, "transpose"), one_dim(dim1, d.ndim, "transpose")
     axes = list(range(d.ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return permute(x, axes)
@@ -127,9 +144,9 @@ def movedim(x, source, destination):
     """
     nd = x.ndim
     src = normalize_axis(source, nd, "movedim") if isinstance(source, int) else tuple(
-        normalize_axis((s,), nd, "movedim")[0] for s in source)
+        one_dim(s, nd, "movedim") for s in source)
     dst = normalize_axis(destination, nd, "movedim") if isinstance(destination, int) else tuple(
-        normalize_axis((d,), nd, "movedim")[0] for d in destination)
+        one_dim(d, nd, "movedim") for d in destination)
     if len(src) != len(dst):
         raise ValueError(
             f"kit.movedim: Invalid source or destination dims: source ({list(src)} dims) should "
@@ -168,10 +185,10 @@ def flatten(x, start_dim=0, end_dim=-1):
     d = _tensor_arg(x, "flatten")
     if d.ndim == 0:
         return reshape(x, (1,))
-    s = normalize_axis(start_dim, d.ndim, "flatten")[0]
-    e = normalize_axis(end_dim, d.ndim, "flatten")[0]
+    s = one_dim(start_dim, d.ndim, "flatten")
+    e = one_dim(end_dim, d.ndim, "flatten")
     if s > e:
-        raise ValueError(f"kit.flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        raise ShapeError(f"kit.flatten: start_dim {start_dim} comes after end_dim {end_dim}")
     return reshape(x, d.shape[:s] + (math.prod(d.shape[s : e + 1]),) + d.shape[e + 1 :])
 
 
@@ -183,7 +200,7 @@ def _expand_rule(node, g):
 def expand(x, *shape):
     """Broadcast to a larger shape without copying (-1 keeps a size); as torch.expand."""
     d = _tensor_arg(x, "expand")
-    _, shape = expand_shape(shape_arg(shape), d.shape)
+    _, shape = expand_shape(shape_arg(shape, "expand"), d.shape)
     try:
         out = backend.get_array_module(d).broadcast_to(d, shape)
     except ValueError:
@@ -330,7 +347,7 @@ def _tensors_arg(tensors, op):
 def cat(tensors, axis=0):
     """Join tensors along an existing axis (torch.cat / np.concatenate)."""
     tensors, arrays = _tensors_arg(tensors, "cat")
-    axis = normalize_axis(axis, arrays[0].ndim, "cat")[0]
+    axis = one_dim(axis, arrays[0].ndim, "cat")
     try:
         out = backend.get_array_module(arrays[0]).concatenate(arrays, axis=axis)
     except ValueError:
@@ -353,7 +370,7 @@ def _stack_rule(node, g):
 def stack(tensors, axis=0):
     """Join tensors of the same shape along a new axis."""
     tensors, arrays = _tensors_arg(tensors, "stack")
-    axis = normalize_axis(axis, arrays[0].ndim + 1, "stack")[0]  # the new axis may be last
+    axis = one_dim(axis, arrays[0].ndim + 1, "stack")  # the new axis may be last
     try:
         out = backend.get_array_module(arrays[0]).stack(arrays, axis=axis)
     except ValueError:

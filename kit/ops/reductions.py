@@ -1,4 +1,5 @@
-"""Reductions: sum, mean, max/min (with indices), logsumexp, argmax/argmin, sum_to_size."""
+"""Reductions: sum, mean, max/min (with indices), amax/amin, logsumexp, argmax/argmin,
+sum_to_size."""
 
 from __future__ import annotations
 
@@ -8,32 +9,68 @@ from collections import namedtuple
 import numpy as np
 
 from kit import backend
+from kit._errors import ArgumentError, DtypeError, ShapeError
 from kit._promotion import default_float
 from kit._tensor import Tensor
 from kit.engine import OUTPUT, _sum_compatible, _sum_to  # the engine's rule for broadcasts
-from kit.ops._record import DtypeError, ShapeError, as_dtype_of, data_of, record
+from kit.ops._record import as_dtype_of, data_of, record
 from kit.ops._registry import composite, declare, dims, primitive
+from kit.ops.elementwise import where_
 
 MaxMin = namedtuple("MaxMin", ["values", "indices"])  # what torch.max(x, dim) returns
+_INTS = (int, np.integer)
 
 
 def normalize_axis(axis, ndim, op):
     """A tuple of non-negative axes (None means all), with a clear error for bad ones."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = (axis,) if isinstance(axis, _INTS) else tuple(axis)
     out = []
     n = ndim or 1  # a 0-d tensor accepts dims 0 and -1, as in PyTorch
     for a in axes:
+        if not isinstance(a, _INTS):
+            raise TypeError(f"kit.{op}: a dim must be an int, got {type(a).__name__} ({a!r})")
+        a = int(a)
         if not -n <= a < n:
             raise IndexError(
                 f"kit.{op}: dimension {a} is out of range for a tensor with {ndim} dimensions "
                 f"(expected to be in range [{-n}, {n - 1}])"
             )
         out.append(a % n)
-    if ndim and len(set(out)) != len(out):
-        raise ValueError(f"kit.{op}: a dimension appears more than once in {list(axes)}")
+    if len(set(out)) != len(out):
+        twice = next(a for a in out if out.count(a) > 1)
+        raise ShapeError(f"kit.{op}: dim {twice} appears multiple times in the list of dims "
+                         f"{list(axes)}")
     return tuple(sorted(out)) if ndim else ()
+
+
+def one_dim(dim, ndim, op):
+    """The dim of an op along one dim (sort, cumsum, topk) as a non-negative int (0 for a 0-d
+    tensor, which takes 0 or -1); PyTorch's TypeError for a list or tuple of dims."""
+    if not isinstance(dim, _INTS):
+        raise ArgumentError(f"kit.{op}: dim must be one int, got {dim!r} (as PyTorch)")
+    axes = normalize_axis(dim, ndim, op)
+    return axes[0] if axes else 0
+
+
+def every_dim(fn):
+    """PyTorch's spelling of sum, mean, amax, amin, logsumexp: `x.sum(dim, keepdim)` (or
+    `axis=`, `keepdims=`), where `dim=[]` reduces every dim (kit.sum(x, ()) reduces none, as
+    NumPy).
+
+    NOTE: PyTorch 2.13's logsumexp(dim=[]) reduces every dim of a 0-d or empty tensor but
+    raises "output with shape [] doesn't match the broadcast shape [1, 1]" on others (an
+    internal shape error, not a refusal); kit reduces every dim for all of them."""
+
+    def method(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        if axis is not None:
+            dim = axis
+        if isinstance(dim, (list, tuple)) and not dim:
+            dim = None
+        return fn(self, dim, keepdims if keepdims is not None else keepdim)
+
+    return method
 
 
 def kept_shape(shape, axes):
@@ -62,11 +99,15 @@ def _sum_rule(node, g):
     return (expand_back(g, shape, axes),)
 
 
-@primitive("sum", grad=_sum_rule, batch="reduce", methods=(("sum", dims),))
+@primitive("sum", grad=_sum_rule, batch="reduce", methods=(("sum", every_dim),))
 def sum(x, axis=None, keepdims=False):  # noqa: A001 - PyTorch's name
-    """Sum over `axis` (all axes by default)."""
+    """Sum over `axis` (all axes by default); integers and bools sum in int64, as in PyTorch."""
     axes, keepdims = _args(x, axis, keepdims, "sum")
-    out = x._data.sum(axis=axes, keepdims=keepdims)
+    d = x._data
+    if d.dtype.kind != "u":
+        out = d.sum(axis=axes, keepdims=keepdims)
+    else:  # NOTE: NumPy sums unsigned ints in uint64, PyTorch in int64 (as NumPy other ints)
+        out = d.sum(axis=axes, keepdims=keepdims, dtype=np.int64)
     return record("sum", _sum_rule, out, (x,), (), (x.shape, axes))
 
 
@@ -99,38 +140,65 @@ def _mean_rule(node, g):
     return (expand_back(g / count, shape, axes),)
 
 
-@primitive("mean", grad=_mean_rule, batch="reduce", methods=(("mean", dims),))
+@primitive("mean", grad=_mean_rule, batch="reduce", methods=(("mean", every_dim),))
 def mean(x, axis=None, keepdims=False):
-    """Mean over `axis` (all axes by default)."""
+    """Mean over `axis` (all axes by default); NaN over no elements, as in PyTorch."""
     axes, keepdims = _args(x, axis, keepdims, "mean")
-    if x._data.dtype.kind not in "fc":
+    d = x._data
+    if d.dtype.kind not in "fc":
         raise DtypeError(
             f"kit.mean: could not infer output dtype. Input dtype must be floating point, got "
-            f"{x._data.dtype}. Fix: x.float().mean()"
+            f"{d.dtype}. Fix: x.float().mean()"
         )
-    out = x._data.mean(axis=axes, keepdims=keepdims)
+    if d.size:
+        out = d.mean(axis=axes, keepdims=keepdims)
+    else:  # NOTE: 0 / 0 without NumPy's "Mean of empty slice" warning (PyTorch is silent)
+        with np.errstate(invalid="ignore"):
+            out = d.sum(axis=axes, keepdims=keepdims) / d.dtype.type(0)
     return record("mean", _mean_rule, out, (x,), (), (x.shape, axes))
 
 
 def _extreme_rule(node, g, x):
     # NOTE: over all elements the gradient is shared evenly among ties (as PyTorch's max());
-    # along an axis it goes to the one index returned, as PyTorch's max(dim) does.
+    # along an axis it goes to the one index returned, as PyTorch's max(dim) does. The others
+    # get exactly 0, also when g is NaN or inf (PyTorch fills, it does not multiply).
     shape, axes, winners, op = node.params
     if winners is None:
         d = data_of(x)
         best = d.max() if op == "max" else d.min()
         # NOTE: a NaN result came from the NaN elements: they get the gradient, as in PyTorch
-        hits = backend.get_array_module(d).isnan(d) if best != best else d == best
-        winners = hits / hits.sum()
-    return (expand_back(g, shape, axes) * as_dtype_of(winners, g),)
+        winners = backend.get_array_module(d).isnan(d) if best != best else d == best
+        return (where_(winners, expand_back(g, shape, axes) / int(winners.sum()), 0),)
+    return (where_(winners, expand_back(g, shape, axes), 0),)
+
+
+def _one_dim(axis, op):
+    if axis is not None and not isinstance(axis, _INTS) and len(axis) != 1:
+        raise ArgumentError(f"kit.{op}: with indices, dim must be one int, got {axis!r}. Fix: "
+                            f"amax/amin reduce several dims (values only), or reduce one dim "
+                            f"at a time")
+
+
+def _nonempty(d, axes, op, named, error=RuntimeError):
+    """PyTorch's errors for the max of nothing: a RuntimeError (argmax: an IndexError) without a
+    dim, an IndexError when a named dim has size 0."""
+    if not named and d.size == 0:
+        raise error(f"kit.{op}: the tensor is empty (shape {tuple(d.shape)}), so it has "
+                           f"no {op}; name a dim to reduce, as PyTorch asks (Expected reduction "
+                           f"dim to be specified for input.numel() == 0)")
+    for a in axes:
+        if named and d.shape[a] == 0:
+            raise IndexError(f"kit.{op}: dim {a} has size 0 (shape {tuple(d.shape)}), so there "
+                             f"is no {op} along it (Expected reduction dim {a} to have non-zero "
+                             f"size)")
 
 
 def _extreme(op):
     def fn(x, axis=None, keepdims=False):
+        _one_dim(axis, op)
         axes, keepdims = _args(x, axis, keepdims, op)
         d = x._data
-        if d.size == 0:
-            raise RuntimeError(f"kit.{op}: cannot reduce an empty tensor (it has no {op})")
+        _nonempty(d, axes, op, axis is not None)
         xp = backend.get_array_module(d)
         if axis is None:
             out = d.max() if op == "max" else d.min()
@@ -139,8 +207,6 @@ def _extreme(op):
             params = (d.shape, axes, xp.ones((), dtype=bool), op)
             out = record(op, _extreme_rule, d.copy(), (x,), (x,), params)
             return MaxMin(out, Tensor(xp.zeros((), dtype=np.int64)))
-        if len(axes) != 1:
-            raise ValueError(f"kit.{op}: with indices, reduce over one axis at a time")
         a = axes[0]
         idx = d.argmax(axis=a) if op == "max" else d.argmin(axis=a)
         idx_k = xp.expand_dims(idx, a)
@@ -164,6 +230,37 @@ max = _extreme("max")  # noqa: A001
 min = _extreme("min")  # noqa: A001
 
 
+def _amax_rule(node, g, x, y):
+    # NOTE: shared evenly among the ties of each reduced slice, as PyTorch's amax: (g / count) *
+    # mask, so a slice whose result is NaN (no element equals it) gets NaN, as in PyTorch.
+    shape, axes = node.params
+    d = data_of(x)
+    hits = d == data_of(y).reshape(kept_shape(shape, axes))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = hits / hits.sum(axis=axes, keepdims=True)
+    return (expand_back(g, shape, axes) * as_dtype_of(share, g),)
+
+
+def _amax(op):
+    def fn(x, axis=None, keepdims=False):
+        axes, keepdims = _args(x, axis, keepdims, op)
+        d = x._data
+        _nonempty(d, axes, op, axis is not None)
+        out = d.max(axis=axes, keepdims=keepdims) if op == "amax" else d.min(
+            axis=axes, keepdims=keepdims)
+        return record(op, _amax_rule, out, (x,), (x, OUTPUT), (d.shape, axes))
+
+    fn.__name__ = op
+    fn.__doc__ = (f"The {op[1:]} over `axis` (one dim, several, or all), values only; the "
+                  f"gradient is shared among ties, as torch.{op}.")
+    return declare(op, fn, grad=_amax_rule, saves="x, output", batch="reduce",
+                   methods=((op, every_dim),))
+
+
+amax = _amax("amax")
+amin = _amax("amin")
+
+
 def _logsumexp_rule(node, g, x, y):
     shape, axes = node.params
     from kit.ops.elementwise import exp_
@@ -174,16 +271,20 @@ def _logsumexp_rule(node, g, x, y):
 
 
 @primitive("logsumexp", grad=_logsumexp_rule, saves="x, output", batch="reduce",
-           methods=(("logsumexp", dims),))
+           methods=(("logsumexp", every_dim),))
 def logsumexp(x, axis=None, keepdims=False):
-    """log(sum(exp(x))) over `axis`, computed stably (the max is taken out first)."""
+    """log(sum(exp(x))) over `axis`, computed stably (the max is taken out first); -inf over
+    no elements."""
     axes, keepdims = _args(x, axis, keepdims, "logsumexp")
     d = x._data
     if d.dtype.kind in "biu":
         d = d.astype(default_float())  # as PyTorch: an integer or bool input gives float32
     xp = backend.get_array_module(d)
-    m = d.max(axis=axes, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, 0)
+    if d.size:
+        m = d.max(axis=axes, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)
+    else:
+        m = xp.zeros(kept_shape(d.shape, axes), dtype=d.dtype)
     with np.errstate(divide="ignore"):  # NOTE: all -inf gives -inf (log 0), as in PyTorch
         out = xp.log(xp.exp(d - m).sum(axis=axes, keepdims=True)) + m
     if not keepdims:
@@ -191,14 +292,32 @@ def logsumexp(x, axis=None, keepdims=False):
     return record("logsumexp", _logsumexp_rule, out, (x,), (x, OUTPUT), (d.shape, axes))
 
 
+def _arg_extreme(x, axis, keepdims, op):
+    d = data_of(x)
+    if axis is not None and not isinstance(axis, _INTS):
+        raise ArgumentError(f"kit.{op}: dim must be one int, got {axis!r}")
+    if d.dtype.kind == "b":
+        raise RuntimeError(f"kit.{op}: does not support bool input (as PyTorch). Fix: "
+                           f"x.int().{op}(...)")
+    axes = normalize_axis(axis, d.ndim, op)
+    _nonempty(d, axes, op, axis is not None, IndexError)
+    find = d.argmax if op == "argmax" else d.argmin
+    if axis is None:
+        out = find()
+        return Tensor(out.reshape((1,) * d.ndim) if keepdims else out)
+    if d.ndim == 0:
+        return Tensor(backend.get_array_module(d).zeros((), dtype=np.int64))
+    return Tensor(find(axis=axes[0], keepdims=keepdims))
+
+
 @primitive("argmax", batch="arg_extreme", methods=(("argmax", dims),))
 def argmax(x, axis=None, keepdims=False):
-    """Index of the largest element (flattened when axis is None); not differentiable."""
-    d = data_of(x)
-    return Tensor(d.argmax(axis=axis, keepdims=keepdims) if axis is not None else d.argmax())
+    """Index of the largest element (flattened when axis is None; a NaN counts as the largest,
+    as in PyTorch); not differentiable."""
+    return _arg_extreme(x, axis, keepdims, "argmax")
 
 
 @primitive("argmin", batch="arg_extreme", methods=(("argmin", dims),))
 def argmin(x, axis=None, keepdims=False):
-    d = data_of(x)
-    return Tensor(d.argmin(axis=axis, keepdims=keepdims) if axis is not None else d.argmin())
+    """Index of the smallest element (flattened when axis is None); not differentiable."""
+    return _arg_extreme(x, axis, keepdims, "argmin")

@@ -9,17 +9,18 @@ import numpy as np
 from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import data_of
-from kit.ops._registry import primitive
+from kit.ops._registry import composite, primitive
 from kit.ops.movement import getitem, index_put_add
-from kit.ops.reductions import normalize_axis
+from kit.ops.reductions import one_dim
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
 
 
 def _dim_descending(fn):
-    """`x.sort(dim=-1, descending=False)`."""
+    """`x.sort(dim=-1, descending=False, *, stable=False)`: kit's sort is always stable (a
+    stable sort is also a valid unstable one)."""
 
-    def method(self, dim=-1, descending=False):
+    def method(self, dim=-1, descending=False, *, stable=False):
         return fn(self, dim, descending)
 
     return method
@@ -27,15 +28,21 @@ def _dim_descending(fn):
 
 @primitive("argsort", batch="argsort", methods=(("argsort", _dim_descending),))
 def argsort(x, axis=-1, descending=False):
-    """Indices that sort `x` along `axis` (stable); not differentiable."""
+    """Indices that sort `x` along `axis` (stable: ties keep their order); NaN counts as the
+    largest value, as in PyTorch (last ascending, first descending). Not differentiable."""
     d = data_of(x)
     xp = backend.get_array_module(d)
+    axis = one_dim(axis, d.ndim, "argsort")
     if d.ndim == 0:  # a 0-d tensor sorts to itself: index 0, as in PyTorch
-        normalize_axis(axis, 0, "argsort")
         return Tensor(xp.zeros((), dtype=np.int64))
-    axis = normalize_axis(axis, d.ndim, "argsort")[0]
-    idx = xp.argsort(-d if descending else d, axis=axis, kind="stable")
-    return Tensor(idx)
+    if not descending:
+        return Tensor(xp.argsort(d, axis=axis, kind="stable"))
+    # NOTE: not argsort(-d), which keeps NaN last and breaks on unsigned ints, bool and
+    # INT64_MIN: a stable ascending sort of the reversed data, reversed back, is descending
+    # with NaN first and ties in their original order.
+    n = d.shape[axis]
+    flipped = xp.argsort(xp.flip(d, axis), axis=axis, kind="stable")
+    return Tensor((n - 1) - xp.flip(flipped, axis))
 
 
 def _along(d, axis, idx):
@@ -51,18 +58,24 @@ def sort(x, axis=-1, descending=False):
     """`(values, indices)` sorted along `axis`; the gradient of values goes back to where each
     element came from."""
     d = data_of(x)
-    axis = normalize_axis(axis, d.ndim, "sort")[0] if d.ndim else 0
+    axis = one_dim(axis, d.ndim, "sort")
     idx = argsort(x, axis, descending)._data
     if d.ndim == 0:
         return SortResult(getitem(x, ()), Tensor(idx))
     return SortResult(getitem(x, _along(d, axis, idx)), Tensor(idx))
 
 
+@composite("msort", methods=("msort",), torch="msort")
+def msort(x):
+    """`sort(x, dim=0).values`, as torch.msort."""
+    return sort(x, 0).values
+
+
 @primitive("index_add", batch="index_add", methods=("index_add",), torch="index_add")
 def index_add(x, dim, index, source, alpha=1):
     """x with `alpha * source` added at `index` along `dim` (repeats accumulate)."""
     d = data_of(x)
-    dim = normalize_axis(dim, d.ndim, "index_add")[0]
+    dim = one_dim(dim, d.ndim, "index_add")
     idx = data_of(index)
     if idx.ndim != 1:
         raise ValueError(f"kit.index_add: index must be 1-D, got shape {tuple(idx.shape)}")

@@ -76,6 +76,8 @@ from kit.torch._dtypes import (
 from kit.torch._functions import (
     add,
     allclose,
+    amax,
+    amin,
     argmax,
     argmin,
     argsort,
@@ -87,6 +89,7 @@ from kit.torch._functions import (
     get_default_dtype,
     is_tensor,
     isclose,
+    log_softmax,
     logsumexp,
     max,
     maximum,
@@ -94,6 +97,7 @@ from kit.torch._functions import (
     min,
     minimum,
     numel,
+    softmax,
     sort,
     stack,
     sub,
@@ -118,15 +122,16 @@ def __getattr__(name):
 
 
 __all__ = [
-    "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd", "bool",
-    "broadcast_shapes",
+    "add", "allclose", "amax", "amin", "arange", "argmax", "argmin", "argsort", "as_tensor",
+    "autograd", "bool", "broadcast_shapes",
     "cat", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad", "equal", "eye",
     "inference_mode", "is_inference_mode_enabled",
     "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int", "int16",
-    "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "linspace", "logsumexp",
+    "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "linspace",
+    "log_softmax", "logsumexp",
     "long", "manual_seed", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "numel",
-    "ones", "ones_like",
-    "rand", "randint", "randn", "set_grad_enabled", "short", "sort", "stack", "sub", "sum",
+    "ones", "ones_like", "rand", "randint", "randn", "set_grad_enabled", "short", "softmax",
+    "sort", "stack", "sub", "sum",
     "Tensor", "tensor", "uint8", "zeros", "zeros_like",
 ]
 __all__ += sorted(_FROM_REGISTRY)

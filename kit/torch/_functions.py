@@ -53,13 +53,13 @@ def sub(input, other, alpha=1):  # noqa: A002
 
 
 def sum(input, dim=None, keepdim=False):  # noqa: A001, A002 - PyTorch's names
-    """`torch.sum(x)` or `torch.sum(x, dim, keepdim=False)`.
+    """`torch.sum(x)` or `torch.sum(x, dim, keepdim=False)`; `dim=[]` sums every dim.
 
     >>> import kit.torch as torch
     >>> torch.sum(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), dim=0)
     tensor([4., 6.])
     """
-    return kit.sum(input, dim, keepdim)
+    return Tensor.sum(input, dim, keepdim)
 
 
 def mean(input, dim=None, keepdim=False):  # noqa: A002
@@ -70,7 +70,28 @@ def mean(input, dim=None, keepdim=False):  # noqa: A002
     tensor([[1.5000],
             [3.5000]])
     """
-    return kit.mean(input, dim, keepdim)
+    return Tensor.mean(input, dim, keepdim)
+
+
+def amax(input, dim=(), keepdim=False):  # noqa: A002
+    """The largest value over `dim` (one dim, several, or all by default); ties share the
+    gradient.
+
+    >>> import kit.torch as torch
+    >>> torch.amax(torch.tensor([[1.0, 5.0], [4.0, 2.0]]), dim=0)
+    tensor([4., 5.])
+    """
+    return Tensor.amax(input, dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):  # noqa: A002
+    """The smallest value over `dim` (one dim, several, or all by default).
+
+    >>> import kit.torch as torch
+    >>> torch.amin(torch.tensor([[1.0, 5.0], [4.0, 2.0]]))
+    tensor(1.)
+    """
+    return Tensor.amin(input, dim, keepdim)
 
 
 def logsumexp(input, dim, keepdim=False):  # noqa: A002
@@ -80,7 +101,27 @@ def logsumexp(input, dim, keepdim=False):  # noqa: A002
     >>> torch.logsumexp(torch.tensor([1000.0, 1000.0]), dim=0)  # exp(1000) would overflow
     tensor(1000.6932)
     """
-    return kit.logsumexp(input, dim, keepdim)
+    return Tensor.logsumexp(input, dim, keepdim)
+
+
+def softmax(input, dim, dtype=None):  # noqa: A002
+    """exp(x) normalised along `dim` (no default dim, as torch.softmax).
+
+    >>> import kit.torch as torch
+    >>> torch.softmax(torch.tensor([0.0, 0.0]), dim=0)
+    tensor([0.5000, 0.5000])
+    """
+    return Tensor.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim, dtype=None):  # noqa: A002
+    """log(softmax(x)) along `dim`, computed stably (no default dim, as torch.log_softmax).
+
+    >>> import kit.torch as torch
+    >>> torch.log_softmax(torch.tensor([0.0, 0.0]), dim=0)
+    tensor([-0.6931, -0.6931])
+    """
+    return Tensor.log_softmax(input, dim, dtype)
 
 
 def _extremum(name, reduce, elementwise):
@@ -148,8 +189,9 @@ def stack(tensors, dim=0):
     return kit.stack(tensors, dim)
 
 
-def sort(input, dim=-1, descending=False):  # noqa: A002
-    """`(values, indices)` sorted along `dim`; values carry the gradient back.
+def sort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
+    """`(values, indices)` sorted along `dim`; values carry the gradient back. NaN sorts as the
+    largest value, as in PyTorch; kit's sort is always stable, so `stable=True` changes nothing.
 
     >>> import kit.torch as torch
     >>> torch.sort(torch.tensor([3.0, 1.0, 2.0]), descending=True)
@@ -158,8 +200,8 @@ def sort(input, dim=-1, descending=False):  # noqa: A002
     return kit.sort(input, dim, descending)
 
 
-def argsort(input, dim=-1, descending=False):  # noqa: A002
-    """Indices that sort `input` along `dim`.
+def argsort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
+    """Indices that sort `input` along `dim` (always stable, as `stable=True`).
 
     >>> import kit.torch as torch
     >>> torch.argsort(torch.tensor([3.0, 1.0, 2.0]))
