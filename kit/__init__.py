@@ -43,10 +43,12 @@ from kit.grad_mode import (
     detect_anomaly,
     enable_grad,
     inference_mode,
+    is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
     is_grad_enabled,
     is_inference_mode_enabled,
     no_grad,
+    set_detect_anomaly,
     set_grad_enabled,
 )
 from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -59,9 +61,10 @@ __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Tensor", "arange", "backend", "backward",
     "bool_", "detect_anomaly", "empty", "enable_grad", "eye", "float16", "float32", "float64",
     "from_numpy", "full", "func", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8",
-    "int16", "int32", "int64", "is_anomaly_enabled", "is_grad_enabled",
-    "is_inference_mode_enabled", "linspace", "manual_seed", "no_grad",
-    "once_differentiable", "ones", "ones_like", "rand", "randint", "randn", "set_grad_enabled",
+    "int16", "int32", "int64", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
+    "is_grad_enabled", "is_inference_mode_enabled", "linspace", "manual_seed", "no_grad",
+    "once_differentiable", "ones", "ones_like", "rand", "randint", "randn", "set_detect_anomaly",
+    "set_grad_enabled",
     "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,
 ]
 __version__ = "0.1.0"

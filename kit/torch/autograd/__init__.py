@@ -16,6 +16,7 @@ from kit.grad_mode import (
     inference_mode,
     is_anomaly_enabled,
     no_grad,
+    set_detect_anomaly,
     set_grad_enabled,
 )
 from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -25,5 +26,5 @@ from kit.torch.autograd.function import Function
 __all__ = [
     "Function", "GradcheckError", "backward", "detect_anomaly", "enable_grad", "function",
     "grad", "gradcheck", "gradgradcheck", "inference_mode", "is_anomaly_enabled", "no_grad",
-    "set_grad_enabled",
+    "set_detect_anomaly", "set_grad_enabled",
 ]
