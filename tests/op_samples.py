@@ -73,6 +73,7 @@ M = uniform(3, 4)
 D = distinct(3, 4)
 V = uniform(4)
 BOOL = A > 0
+SPECIAL = np.where(BOOL, A, [[np.nan, np.inf, -np.inf], [1.0, np.nan, -np.inf]])
 IDX = np.array([2, 0, 2])
 
 SAMPLES = {
@@ -91,6 +92,7 @@ SAMPLES = {
     "logical_and": [s(BOOL, B > 0)], "logical_or": [s(BOOL, B > 0)],
     "logical_xor": [s(BOOL, B > 0)], "logical_not": [s(BOOL)],
     "sign": [s(A)],
+    "isnan": [s(SPECIAL)], "isinf": [s(SPECIAL)], "isfinite": [s(SPECIAL)],
     # reductions
     "sum": [s(A), s(M, 1, True)], "mean": [s(A), s(M, (0, 1), False)],
     "max": [s(D), s(D, 1, False)], "min": [s(D), s(D, 0, True)],

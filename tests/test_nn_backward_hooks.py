@@ -7,6 +7,7 @@ from torch_oracle import is_kit, libraries
 
 import kit
 import kit.nn.hooks
+import kit.torch
 
 LIBS = libraries()
 QUIET = pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # PyTorch's, not kit's
@@ -104,6 +105,24 @@ def test_a_hook_returning_the_wrong_number_of_gradients(torch):
     with pytest.raises(RuntimeError, match="Backward hook returned an invalid number of "
                                            "grad_input, got 2, but expected 1"):
         layer(torch.ones(1, 2, requires_grad=True)).sum().backward()
+
+
+@pytest.mark.parametrize("torch", LIBS)
+@pytest.mark.parametrize("returned", [3.0, (3.0,)], ids=["a float", "a tuple of a float"])
+def test_a_hook_returning_something_else_than_gradients(torch, returned):
+    layer = linear(torch)
+    layer.register_full_backward_hook(lambda m, gi, go: returned)
+    with pytest.raises(TypeError):
+        layer(torch.ones(1, 2, requires_grad=True)).sum().backward()
+
+
+def test_kit_says_a_lambda_returned_its_value():
+    layer = linear(kit.torch)
+    seen = {}
+    layer.register_full_backward_hook(lambda m, gi, go: seen.setdefault("norm", 1.5))
+    with pytest.raises(TypeError, match="a backward hook of Linear returned float: it must return "
+                                        "None .* use a def that returns nothing"):
+        layer(kit.ones(1, 2, requires_grad=True)).sum().backward()
 
 
 @pytest.mark.parametrize("torch", LIBS)

@@ -126,7 +126,7 @@ class _BackwardCall:
         for hook in list(self.module._backward_pre_hooks.values()):
             result = hook(self.module, grad_output)
             if result is not None:
-                grad_output = _checked(result, len(grad_output), "grad_output")
+                grad_output = _checked(self.module, result, len(grad_output), "grad_output")
         self.grad_output = grad_output
         if not self.tracked:
             self._run_hooks((None,) * len(self.args))
@@ -143,17 +143,29 @@ class _BackwardCall:
         for hook in list(self.module._backward_hooks.values()):
             result = hook(self.module, grad_input, self.grad_output)
             if result is not None:
-                grad_input = _checked(result, len(grad_input), "grad_input")
+                grad_input = _checked(self.module, result, len(grad_input), "grad_input")
         return grad_input
 
 
-def _checked(result, expected, what):
-    result = result if isinstance(result, (tuple, list)) else (result,)
+def _checked(module, result, expected, what):
+    """A hook's replacement gradients, checked (PyTorch's errors, with the fix)."""
+    if not isinstance(result, (tuple, list)):
+        raise TypeError(
+            f"a backward hook of {type(module).__name__} returned {type(result).__name__}: it "
+            f"must return None (to keep {what}) or a tuple of {expected} Tensors or Nones. A "
+            f"lambda returns the value of its expression: use a def that returns nothing"
+        )
     if len(result) != expected:
         raise RuntimeError(
             f"Backward hook returned an invalid number of {what}, got {len(result)}, but "
             f"expected {expected}. Fix: return one entry per {what} (None to keep it empty)"
         )
+    for g in result:
+        if g is not None and not isinstance(g, Tensor):
+            raise TypeError(
+                f"expected Variable, but hook returned '{type(g).__name__}' (a backward hook of "
+                f"{type(module).__name__}). Fix: return Tensors or None in {what}"
+            )
     return tuple(result)
 
 
