@@ -51,10 +51,12 @@ from kit.grad_mode import (
     detect_anomaly,
     enable_grad,
     inference_mode,
+    is_anomaly_check_nan_enabled,
     is_anomaly_enabled,
     is_grad_enabled,
     is_inference_mode_enabled,
     no_grad,
+    set_detect_anomaly,
     set_grad_enabled,
 )
 from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -68,9 +70,10 @@ __all__ = [
     "bool_", "detect_anomaly", "empty", "empty_like", "enable_grad", "eye", "float16", "float32",
     "float64", "from_numpy", "full", "full_like", "func", "get_default_device",
     "get_default_dtype", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8", "int16",
-    "int32", "int64", "is_anomaly_enabled", "is_grad_enabled", "is_inference_mode_enabled",
-    "linspace", "manual_seed", "no_grad", "once_differentiable", "ones", "ones_like", "rand",
-    "rand_like", "randint", "randn", "randn_like", "set_default_device", "set_default_dtype",
-    "set_grad_enabled", "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,
+    "int32", "int64", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
+    "is_inference_mode_enabled", "linspace", "manual_seed", "no_grad", "once_differentiable",
+    "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like",
+    "set_default_device", "set_default_dtype", "set_detect_anomaly", "set_grad_enabled",
+    "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,
 ]
 __version__ = "0.1.0"

@@ -35,7 +35,8 @@ class _Switches(threading.local):
     grad = True  # grad mode (is_grad_enabled)
     inference = False  # inference_mode
     enabled = True  # record ops for backward: grad mode on and not inference mode
-    anomaly = False  # detect_anomaly
+    anomaly = False  # detect_anomaly: ops keep their forward stack; backward errors name it
+    check_nan = True  # ... and gradients are checked for NaN (PyTorch's default)
     keep_outputs = False  # new nodes keep a weak reference to their output (kit.viz)
     extras = False  # anomaly or keep_outputs: one read tells record() whether to look at either
     depth = 0  # > 0: primitives dispatch BatchedTensors (kit.func.vmap)

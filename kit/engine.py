@@ -14,12 +14,11 @@ Tensors with grad mode on, so the gradient is itself differentiable.
 
 from __future__ import annotations
 
-import traceback
 import weakref
 
 import numpy as np
 
-from kit import backend
+from kit._anomaly import check_nan, name_forward_line
 from kit._modes import enter, leave
 from kit.grad_mode import STATE, GradMode
 
@@ -109,7 +108,7 @@ class Node:
         self.out_data = None
         self.out_vc = None
         self.out_ref = None
-        self.stack = None  # the forward's stack, under detect_anomaly (capture_stack)
+        self.stack = None  # the forward's stack, under detect_anomaly (kit/_anomaly.py)
 
     def name(self) -> str:
         """PyTorch's spelling of the backward node: `MulBackward0` for the op `mul`."""
@@ -179,12 +178,6 @@ class Node:
         if not self.saved:  # NOTE: FREED is truthy; this is the "nothing saved" fast path
             return self.rule(self, grads[0])
         return self.rule(self, grads[0], *self.unpack_saved(differentiable))
-
-
-def capture_stack(node, skip):
-    """Under detect_anomaly, keep the stack of the forward line that made `node` (without the
-    last `skip` frames: kit's own)."""
-    node.stack = traceback.format_stack()[:-1 - skip]
 
 
 def backward_name(op):
@@ -272,6 +265,9 @@ def check_versions(node, saved=None, versions=None, needed_for="gradient computa
                 f"inplace operation: {what}, saved{how} by {node.name()}, is at version {vc[0]}; "
                 f"expected version {expected} instead. Fix: do not modify it in place (use an "
                 f"out-of-place op such as `x = x + 1`, or `.clone()` it before the change)."
+                + ("" if STATE.anomaly else
+                   f" Hint: run the forward and the backward under detect_anomaly() to see the "
+                   f"line of your code that created {node.name()}.")
             )
 
 
@@ -380,6 +376,8 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
              if not differentiable and g is not None}
     ready = [node for node in buffers if deps.get(node, 0) == 0]
     anomaly = STATE.anomaly
+    nan_check = anomaly and STATE.check_nan
+    node = None
     mode = enter(GradMode(differentiable))
     # NOTE: as in PyTorch, inf/nan in gradients propagate silently; detect_anomaly finds them.
     errors = np.seterr(all="ignore")
@@ -417,8 +415,8 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                 in_grads = node.apply(grads, differentiable)
                 if not retain_graph:
                     node.release()
-                if anomaly:
-                    _check_nan(node, in_grads)
+                if nan_check:
+                    check_nan(node, in_grads)
             n_in = len(in_grads)
             index = -1
             for edge in node.next_functions:
@@ -447,6 +445,10 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                 deps[nxt] = left
                 if left == 0:
                     push_ready(nxt)
+    except Exception as error:
+        if anomaly and node is not None and node.stack:
+            name_forward_line(error, node)
+        raise
     finally:
         leave(mode)
         np.seterr(**errors)
@@ -542,22 +544,6 @@ def _accumulate(tensor, g, differentiable, owned):
         g = g.copy()  # NOTE: a view or a shared array; `x.grad.zero_()` must not change others
     owned.add(id(g))
     tensor._grad = Tensor(g)
-
-
-def _check_nan(node, in_grads):
-    for index, g in enumerate(in_grads):
-        if g is None:
-            continue
-        data = g._data if isinstance(g, Tensor) else g
-        xp = backend.get_array_module(data)
-        if data.dtype.kind in "fc" and bool(xp.isnan(data).any()):
-            where = ""
-            if node.stack:
-                where = "\nThe forward call that created it:\n" + "".join(node.stack[-4:])
-            raise RuntimeError(
-                f"Function '{node.name()}' returned nan values in its {index}th output "
-                f"(the gradient for input {index} of {node.op}).{where}"
-            )
 
 
 # bound by kit._tensor once the class exists (the two modules need each other)

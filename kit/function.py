@@ -14,10 +14,11 @@ import inspect
 import sys
 
 from kit import backend
+from kit._anomaly import capture_stack
 from kit._function_call import bind, corrected_line
 from kit._function_ctx import FunctionCtx
 from kit._tensor import Tensor, bump_version, version_counter
-from kit.engine import FREED, NO_EDGE, Node, SavedOutput, capture_stack
+from kit.engine import FREED, NO_EDGE, Node, SavedOutput
 from kit.grad_mode import STATE, no_grad
 from kit.ops._vmap import VMAP
 

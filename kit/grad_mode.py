@@ -4,7 +4,7 @@ Each mode is an entry on the thread's stack of modes (kit/_modes.py), so it is p
 undone when its block ends, also by an exception. As in PyTorch, each works as a context manager
 and as a decorator (`@kit.no_grad` and `@kit.enable_grad` also bare); a decorated generator runs
 under the mode each time it resumes, and the caller's mode is back while it is suspended.
-`set_grad_enabled` also works as a plain call.
+`set_grad_enabled` and `set_detect_anomaly` also work as plain calls.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import functools
 import inspect
 import sys
 
-from kit._modes import STATE, Mode, set_switch
+from kit._modes import STATE, Mode, set_switch, switch
 
 __all__ = [
-    "STATE", "detect_anomaly", "enable_grad", "inference_mode", "is_anomaly_enabled",
-    "is_grad_enabled", "is_inference_mode_enabled", "keep_output_refs", "no_grad",
-    "set_grad_enabled",
+    "STATE", "detect_anomaly", "enable_grad", "inference_mode", "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled", "is_grad_enabled", "is_inference_mode_enabled", "keep_output_refs",
+    "no_grad", "set_detect_anomaly", "set_grad_enabled",
 ]
 
 
@@ -33,6 +33,11 @@ def is_inference_mode_enabled() -> bool:
 
 def is_anomaly_enabled() -> bool:
     return STATE.anomaly
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection, when on, checks gradients for NaN (PyTorch's name)."""
+    return STATE.check_nan
 
 
 def decorate(make_mode, fn):
@@ -218,10 +223,19 @@ class inference_mode(_Decorator):  # noqa: N801
 
 
 class detect_anomaly(_Decorator):  # noqa: N801
-    """Check every gradient for NaN during backward and name the op that produced it.
+    """Anomaly detection for a block, as PyTorch's: each recorded op keeps the stack of the line
+    that created it, so an error raised in its backward also names your forward line; with
+    `check_nan` (the default) every gradient is checked for NaN, naming the op that made it.
 
-    While it is on, each recorded op also keeps the stack of the line that created it, so the error
-    points at your forward code, not only at the op.
+    >>> import kit
+    >>> x = kit.tensor([0.0, 1.0], requires_grad=True)
+    >>> with kit.detect_anomaly():
+    ...     y = (x.sqrt() * 0).sum()  # d sqrt(x) / dx at 0 is inf, and inf * 0 is nan
+    ...     try:
+    ...         y.backward()
+    ...     except RuntimeError as error:  # its note names the line `y = ...` above
+    ...         print(str(error).split(" (")[0])
+    Function 'SqrtBackward0' returned nan values in its 0th output
     """
 
     __slots__ = ("check_nan",)
@@ -230,10 +244,45 @@ class detect_anomaly(_Decorator):  # noqa: N801
         self.check_nan = bool(check_nan)
 
     def switches(self, state):
-        return {"anomaly": self.check_nan, "extras": self.check_nan or state.keep_outputs}
+        return {"anomaly": True, "check_nan": self.check_nan, "extras": True}
 
     def clone(self):
         return detect_anomaly(self.check_nan)
+
+
+class set_detect_anomaly(Mode):  # noqa: N801
+    """Turn anomaly detection on or off: as a plain call (for a whole script or notebook), or
+    for a `with` block; PyTorch's `torch.autograd.set_detect_anomaly(mode, check_nan=True)`.
+
+    >>> import kit
+    >>> _ = kit.set_detect_anomaly(True); kit.is_anomaly_enabled()
+    True
+    >>> _ = kit.set_detect_anomaly(False); kit.is_anomaly_enabled()
+    False
+    """
+
+    __slots__ = ("mode", "check_nan", "_previous")
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self.mode, self.check_nan = bool(mode), bool(check_nan)
+        # NOTE: as PyTorch's, it applies itself when made; a `with` block undoes that on exit.
+        self._previous = {name: switch(name) for name in ("anomaly", "check_nan", "extras")}
+        for name, value in self.switches(STATE).items():
+            set_switch(name, value)
+
+    def switches(self, state):
+        return {"anomaly": self.mode, "check_nan": self.check_nan,
+                "extras": self.mode or state.keep_outputs}
+
+    def __enter__(self):
+        if self._previous is not None:  # undo the call: the block pushes the mode as any other
+            for name, value in self._previous.items():
+                set_switch(name, value)
+            self._previous = None
+        return super().__enter__()
+
+    def __repr__(self):
+        return f"kit.set_detect_anomaly(mode={self.mode}, check_nan={self.check_nan})"
 
 
 class keep_output_refs(_Decorator):  # noqa: N801

@@ -73,6 +73,7 @@ M = uniform(3, 4)
 D = distinct(3, 4)
 V = uniform(4)
 BOOL = A > 0
+SPECIAL = np.where(BOOL, A, [[np.nan, np.inf, -np.inf], [1.0, np.nan, -np.inf]])
 IDX = np.array([2, 0, 2])
 IMAGE, POOLED = uniform(2, 2, 4, 4), distinct(1, 2, 5, 5)  # (N, C, H, W); POOLED has no ties
 CONV = ((1, 1), (0, 0), (1, 1), 1)  # conv2d's (stride, padding, dilation, groups) as normalised
@@ -107,6 +108,7 @@ SAMPLES = {
     "eq": [s(A, A * BOOL)], "ne": [s(A, A * BOOL)], "lt": [s(A, B)], "le": [s(A, B)],
     "gt": [s(A, B)], "ge": [s(A, B)],
     "sign": [s(A)],
+    "isnan": [s(SPECIAL)], "isinf": [s(SPECIAL)], "isfinite": [s(SPECIAL)],
     # reductions
     "sum": [s(A), s(M, 1, True)], "mean": [s(A), s(M, (0, 1), False)],
     "max": [s(D), s(D, 1, False)], "min": [s(D), s(D, 0, True)],

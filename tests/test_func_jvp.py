@@ -440,10 +440,32 @@ def test_generated_vmap_rule_batches_the_jvp_too():
     np.testing.assert_allclose(jac.numpy(), [np.diag(row) for row in e], rtol=1e-6)
 
 
+def test_linearize_gives_one_jvp_per_call_as_pytorchs():
+    x = np.array([0.5, -1.0, 2.0])
+    tangents = np.eye(3)
+
+    def f(torch, x):
+        return torch.tanh(x) * x.sum()
+
+    out, jvp_fn = kit.func.linearize(lambda x: f(kit.torch, x), kit.tensor(x))
+    columns = [jvp_fn(kit.tensor(t)).numpy() for t in tangents]
+    np.testing.assert_allclose(np.stack(columns, 1), jacrev(lambda x: f(kit.torch, x))(
+        kit.tensor(x)).numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="Expected one tangent per primal, got 2 tangents for 1"):
+        jvp_fn(kit.tensor(tangents[0]), kit.tensor(tangents[1]))
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch's linearize warns from torch.fx
+        real_out, real_jvp = torch.func.linearize(lambda x: f(torch, x), torch.tensor(x))
+        real = [real_jvp(torch.tensor(t)).numpy() for t in tangents]
+    np.testing.assert_allclose(out.numpy(), real_out.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(columns, real, rtol=1e-12)
+
+
 def test_the_docstring_examples_run():
     import doctest
 
     import kit.func._forward
 
     result = doctest.testmod(kit.func._forward)
-    assert result.attempted >= 12 and result.failed == 0
+    assert result.attempted >= 14 and result.failed == 0

@@ -104,8 +104,9 @@ def test_detect_anomaly_as_context_and_decorator():
         return kit.is_anomaly_enabled()
 
     assert run() and not kit.is_anomaly_enabled()
-    with kit.detect_anomaly(check_nan=False):
-        assert not kit.is_anomaly_enabled()
+    with kit.detect_anomaly(check_nan=False):  # on, without the NaN check (as in PyTorch)
+        assert kit.is_anomaly_enabled() and not kit.is_anomaly_check_nan_enabled()
+    assert kit.is_anomaly_check_nan_enabled()
 
 
 def test_sgd_step_under_no_grad_updates_in_place():

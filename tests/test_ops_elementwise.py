@@ -207,6 +207,18 @@ def test_logical_ops_and_sign():
     s.sum().backward()  # with a zero gradient
 
 
+@pytest.mark.parametrize("op", ["isnan", "isinf", "isfinite"])
+@pytest.mark.parametrize("values", [[1.0, float("nan"), float("inf"), -float("inf")], [1, -2],
+                                    [True, False]], ids=["float", "int", "bool"])
+def test_isnan_isinf_isfinite_as_pytorch(op, values):
+    x = kit.tensor(values)
+    for out in (getattr(kit, op)(x), getattr(x, op)()):
+        assert out.dtype == kit.bool_ and not out.requires_grad
+    torch = pytest.importorskip("torch")
+    np.testing.assert_array_equal(host(getattr(kit, op)(x)),
+                                  getattr(torch, op)(torch.tensor(values)).numpy())
+
+
 def test_gradients_keep_the_input_dtype():
     x = kit.tensor([1.0, 2.0], requires_grad=True)  # float32
     y = kit.tensor(np.array([3.0, 4.0]), requires_grad=True)  # float64

@@ -28,6 +28,11 @@ def _linearize(func, primals):
         _, vjp_of_vjp = vjp(vjp_fn, u)
 
     def jvp_fn(*tangents):
+        if len(tangents) != len(primals):
+            raise RuntimeError(
+                f"jvp(f, primals, tangents): Expected one tangent per primal, got "
+                f"{len(tangents)} tangents for {len(primals)} primals"
+            )
         for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
             if tuple(p.shape) != tuple(t.shape):
                 raise RuntimeError(
@@ -88,6 +93,20 @@ def jvp(func, primals, tangents, has_aux=False):
     # jacfwd of jacfwd), which needs it.
     tangent_out = jvp_fn(*tangents)
     return (out, tangent_out, _detached(aux[0], False)) if has_aux else (out, tangent_out)
+
+
+def linearize(func, *primals):
+    """`(func(*primals), jvp_fn)`, as torch.func.linearize: `jvp_fn(*tangents)` is J @ tangents
+    at `primals`. `func` runs once; each call of jvp_fn is one more pass, without re-running
+    `func` (in kit a reverse pass over the recorded pullback, see the module's docstring).
+
+    >>> import kit
+    >>> from kit.func import linearize
+    >>> out, jvp_fn = linearize(lambda x: x ** 2, kit.tensor([1.0, 3.0]))
+    >>> out, jvp_fn(kit.tensor([1.0, 0.0])), jvp_fn(kit.tensor([0.0, 1.0]))
+    (tensor([1., 9.]), tensor([2., 0.]), tensor([0., 6.]))
+    """
+    return _linearize(func, primals)
 
 
 def jacfwd(func, argnums=0, has_aux=False):

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from kit._tensor import RemovableHandle, Tensor
+from kit._tensor import Tensor
 from kit.grad_mode import no_grad
 from kit.nn import state
+from kit.nn.hooks import ModuleHooks
 from kit.nn.parameter import Parameter
 
 
@@ -29,8 +30,11 @@ def _addindent(text, spaces):
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
 
 
-class Module:
-    """Base class of every layer and model: subclass it and write `forward`."""
+class Module(ModuleHooks):
+    """Base class of every layer and model: subclass it and write `forward`.
+
+    Hooks (forward, forward pre-, full backward and backward pre-hooks): kit/nn/hooks.py.
+    """
 
     training: bool
 
@@ -40,28 +44,13 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "_forward_hooks", OrderedDict())
-        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        self._init_hooks()
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
             f'Module [{type(self).__name__}] is missing the required "forward" function. Fix: '
             f"define forward(self, ...) in the class"
         )
-
-    def __call__(self, *args, **kwargs):
-        if self._forward_pre_hooks:
-            for hook in list(self._forward_pre_hooks.values()):
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        out = self.forward(*args, **kwargs)
-        if self._forward_hooks:
-            for hook in list(self._forward_hooks.values()):
-                result = hook(self, args, out)
-                if result is not None:
-                    out = result
-        return out
 
     # --- registration ----------------------------------------------------------------------
     def _check_init(self, what):
@@ -309,19 +298,6 @@ class Module:
                 if buf is not None:
                     module._buffers[name] = fn(buf)
         return self
-
-    # --- hooks -------------------------------------------------------------------------------
-    def register_forward_pre_hook(self, hook):
-        """`hook(module, args)` runs before forward; it may return replacement args."""
-        handle = RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[handle.id] = hook
-        return handle
-
-    def register_forward_hook(self, hook):
-        """`hook(module, args, output)` runs after forward; it may return a replacement output."""
-        handle = RemovableHandle(self._forward_hooks)
-        self._forward_hooks[handle.id] = hook
-        return handle
 
     # --- state dicts (kit/nn/state.py) -------------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):

@@ -15,11 +15,12 @@ import weakref
 import numpy as np
 
 from kit import _views, backend
+from kit._anomaly import capture_stack
 from kit._creation import _to_array
 from kit._errors import ArgumentError, DimIndexError, DtypeError, ShapeError  # noqa: F401
 from kit._promotion import cast_scalar, default_float, result_type
 from kit._tensor import Tensor, version_counter
-from kit.engine import NO_EDGE, OUTPUT, Node, capture_stack
+from kit.engine import NO_EDGE, OUTPUT, Node
 from kit.grad_mode import STATE
 
 # One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so

@@ -452,6 +452,21 @@ gt = _compare("gt", lambda x, y: x > y, methods=("__gt__", "gt"), torch="gt")
 ge = _compare("ge", lambda x, y: x >= y, methods=("__ge__", "ge"), torch="ge")
 
 
+def _classify(op, compute):
+    def fn(x):
+        d = x._data
+        return Tensor(compute(backend.get_array_module(d), d))
+
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise {op}: a bool tensor with no gradient (integers are finite)."
+    return declare(op, fn, batch="elementwise", methods=(op,), torch=op)
+
+
+isnan = _classify("isnan", lambda xp, d: xp.isnan(d))
+isinf = _classify("isinf", lambda xp, d: xp.isinf(d))
+isfinite = _classify("isfinite", lambda xp, d: xp.isfinite(d))
+
+
 def _sign_rule(node, g):
     return (g * 0,)  # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0
 

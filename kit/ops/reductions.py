@@ -122,7 +122,7 @@ def sum_to_size(x, *size):
     """
     from kit.ops.movement import shape_arg
 
-    shape = shape_arg(size)
+    shape = shape_arg(size, "sum_to_size")
     if not isinstance(x, Tensor):
         raise TypeError(f"kit.sum_to_size: expected a Tensor, got {type(x).__name__}")
     if not _sum_compatible(x.shape, shape):

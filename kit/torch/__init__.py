@@ -45,6 +45,8 @@ from kit.data import Generator
 from kit.grad_mode import (
     enable_grad,
     inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
     is_grad_enabled,
     is_inference_mode_enabled,
     no_grad,
@@ -125,7 +127,8 @@ __all__ = [
     "add", "allclose", "amax", "amin", "arange", "argmax", "argmin", "argsort", "as_tensor",
     "autograd", "bool", "broadcast_shapes",
     "cat", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad", "equal", "eye",
-    "inference_mode", "is_inference_mode_enabled",
+    "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
+    "is_inference_mode_enabled",
     "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int", "int16",
     "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "linspace",
     "log_softmax", "logsumexp",

@@ -21,6 +21,10 @@ _KERNEL_IDLE = f"""() => {{
                    && kernel.status === 'idle');
 }}"""
 # Run All's promise settles once every queued cell has run, or the queue stopped at an error.
+# NOTE: it also settles early, while the kernel is still running the queue, when a cell tagged
+# raises-exception raises (JupyterLab's runCells catches "KernelReplyNotOK" and marks the cells
+# not yet run as idle), and the kernel is briefly idle between two queued cells. So Run All has
+# settled only once every non-empty code cell has run, or an untagged error stopped the queue.
 _RUN_ALL = """() => {
     window.kitRunAll = null;
     window.jupyterapp.commands.execute('notebook:run-all-cells').then(
@@ -30,8 +34,12 @@ _RUN_ALL = """() => {
 _RUN_ALL_SETTLED = f"""() => {{
     const panel = {_PANEL};
     const cells = Array.from(panel.content.model.cells);
+    const code = cells.filter(c => c.type === 'code' && c.sharedModel.getSource().trim() !== '');
+    const stopped = code.some(c => !(c.getMetadata('tags') || []).includes('raises-exception')
+        && c.outputs.toJSON().some(o => o.output_type === 'error'));
     return window.kitRunAll !== null && panel.sessionContext.session.kernel.status === 'idle'
-        && cells.every(c => c.type !== 'code' || c.executionState !== 'running');
+        && cells.every(c => c.type !== 'code' || c.executionState !== 'running')
+        && (stopped || code.every(c => c.executionCount !== null));
 }}"""
 _IMAGES_LOADED = """() => Array.from(document.querySelectorAll('.jp-Notebook img'))
     .every(img => img.complete)"""

@@ -16,6 +16,7 @@ from kit.grad_mode import (
     inference_mode,
     is_anomaly_enabled,
     no_grad,
+    set_detect_anomaly,
     set_grad_enabled,
 )
 from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
@@ -26,5 +27,5 @@ from kit.torch.autograd.variable import Variable
 __all__ = [
     "Function", "GradcheckError", "Variable", "backward", "detect_anomaly", "enable_grad",
     "function", "functional", "grad", "gradcheck", "gradgradcheck", "inference_mode",
-    "is_anomaly_enabled", "no_grad", "set_grad_enabled",
+    "is_anomaly_enabled", "no_grad", "set_detect_anomaly", "set_grad_enabled",
 ]
