@@ -85,6 +85,7 @@ class ndarray(np.ndarray):  # noqa: N801 - CuPy's name
 class _MemoryPointer:
     def __init__(self, array):
         self.array = array
+        self.ptr = array.view(np.ndarray).ctypes.data  # what NCCL is given (tests/fake_nccl.py)
 
     def copy_from_device_async(self, src, size, stream=None):
         dst = self.array.view(np.ndarray).reshape(-1).view(np.uint8)
@@ -94,6 +95,7 @@ class _MemoryPointer:
 class _Event:
     def __init__(self):
         self.when = None
+        self.done = True  # the fake computes synchronously
 
     def record(self, stream=None):
         self.when = time.perf_counter()
@@ -103,6 +105,8 @@ class _Event:
 
 
 class _Stream:
+    ptr = 0
+
     def synchronize(self):
         pass
 
@@ -146,7 +150,7 @@ def _module():
     cupy.ElementwiseKernel = cupy.RawKernel = _no_kernels
     cupy.__getattr__ = numpy_function
     runtime = types.SimpleNamespace(
-        getDeviceCount=lambda: 1,
+        getDeviceCount=lambda: 1, getDevice=lambda: 0,
         getDeviceProperties=lambda i: {"name": b"Fake GPU (NumPy)", "totalGlobalMem": 2**30},
         runtimeGetVersion=lambda: 12000, driverGetVersion=lambda: 12000)
     cupy.cuda = types.SimpleNamespace(
@@ -171,13 +175,19 @@ def _special():
 
 
 @contextlib.contextmanager
-def installed():
+def installed(nccl=False):
     """Make `import cupy` (and cupyx.scipy.special) find the fake, and kit.backend probe again;
-    undo both afterwards."""
+    undo both afterwards. With `nccl`, `cupy.cuda.nccl` is tests/fake_nccl.py (NCCL's calls done
+    by MPI); without, it is missing, as in a CuPy without NCCL."""
     fakes = {"cupy": _module(), **_special()}
+    fakes["cupy.cuda.nccl"] = None  # `import cupy.cuda.nccl` raises ImportError
     saved = {name: sys.modules.get(name) for name in fakes}
     state = (backend._probe_done, backend._cupy, backend._reason)
     sys.modules.update(fakes)
+    if nccl:
+        import fake_nccl
+
+        sys.modules["cupy.cuda.nccl"] = sys.modules["cupy"].cuda.nccl = fake_nccl.module()
     backend._probe_done, backend._cupy, backend._reason = False, None, None
     try:
         yield sys.modules["cupy"]

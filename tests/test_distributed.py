@@ -24,8 +24,8 @@ def _same_weights(reference, distributed):
 @pytest.mark.parametrize("n, optimizer, fusion, passes", [
     (2, "sgd", 0, 1),  # every tensor in its own buffer
     (2, "adam", 600, 1),  # a few buffers of several tensors
-    (4, "sgd", 64 << 20, 1),  # one buffer (Horovod's default threshold)
-    (4, "adam", 64 << 20, 2),  # two backward passes accumulated per step
+    (4, "sgd", 128 << 20, 1),  # one buffer (Horovod's default threshold)
+    (4, "adam", 128 << 20, 2),  # two backward passes accumulated per step
 ])
 def test_torch_style_matches_one_process(tmp_path, n, optimizer, fusion, passes):
     batch, steps = 4, 6

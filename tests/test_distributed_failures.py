@@ -32,8 +32,9 @@ def test_a_stalled_rank_ends_in_a_timeout_not_a_hang():
 
 
 def test_a_killed_rank_ends_the_job():
-    """SIGKILL leaves no Python to report it: MPICH's mpiexec ends every other rank at once
-    (kit's liveness check names a dead rank where a launcher lets the others run on)."""
+    """SIGKILL leaves the rank no Python to report with, and MPICH's mpiexec SIGKILLs every
+    other rank as soon as it sees it die (kit.distributed.launch says why no survivor can name
+    it): the job ends at once, it never hangs."""
     result = mpirun(4, "failures.py", "kill", 1, timeout=60, check=False)
     assert result.returncode != 0, result.stdout
     assert "finished" not in result.stdout

@@ -4,7 +4,8 @@
   GPU, so an asynchronous launch is never mistaken for the work.
 - `run_sweep(...)`: the standard workloads over sizes and devices, into a JSON-ready document with
   the machine, library versions and date (`save_json` / `load_json` / `validate`);
-  `recordings()` reads the ones recorded on real GPUs (benchmarks/recorded/).
+  `recordings()` reads the ones recorded on real GPUs (benchmarks/recorded/);
+  `packaged_recording(name)` reads one shipped inside kit (kit/bench/recorded/, package data).
 - `plot_sweep(doc, workload)`: time against size, log-log, one line per device, crossover marked.
 - `fit_overhead_model`, `crossover_size`, `model_crossover`: the launch-overhead model
   `t = overhead + n / rate` and the size where the GPU starts to win.
@@ -26,6 +27,7 @@ from kit.bench.report import (
     library_versions,
     load_json,
     machine_info,
+    packaged_recording,
     recordings,
     rows_for,
     save_json,
@@ -38,7 +40,8 @@ from kit.bench.workloads import WORKLOADS, Workload
 __all__ = [
     "TARGETS", "WORKLOADS", "CudaEventTimer", "Measurement", "WallTimer", "Workload",
     "crossover_size", "default_devices", "evaluate_targets", "find_row", "fit_overhead_model",
-    "library_versions", "load_json", "machine_info", "model_crossover", "model_time", "plan",
+    "library_versions", "load_json", "machine_info", "model_crossover", "model_time",
+    "packaged_recording", "plan",
     "plot_data", "plot_sweep", "recordings", "rows_for", "run_sweep", "save_json", "save_plots",
     "time_call", "timer_for", "validate",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import importlib.resources
 import json
 import os
 import platform
@@ -171,6 +172,29 @@ def recordings(folder=RECORDED) -> list:
             "a checkout with `pip install -e .`, or pass the folder"
         )
     return [load_json(path) for path in sorted(folder.glob("**/bench.json"))]
+
+
+def packaged_recording(name: str) -> dict:
+    """A recording shipped inside the kit package (kit/bench/recorded/NAME.json, package data),
+    found through the installed kit, so a lesson copied anywhere reads it: for instance
+    "fusion_sweep", data-parallel step times against the fusion threshold, recorded by
+    benchmarks/record_fusion.py. It names its schema, date and machine.
+
+    >>> doc = packaged_recording("fusion_sweep")
+    >>> doc["schema"], doc["machine"]["cores"] > 0
+    ('kit.distributed.fusion/1', True)
+    """
+    source = importlib.resources.files("kit.bench") / "recorded" / f"{name}.json"
+    if not source.is_file():
+        known = sorted(p.name[:-5] for p in (importlib.resources.files("kit.bench") / "recorded")
+                       .iterdir() if p.name.endswith(".json"))
+        raise FileNotFoundError(f"kit.bench.packaged_recording: no recording {name!r}; kit "
+                                f"ships {known}")
+    doc = json.loads(source.read_text(encoding="utf-8"))
+    for key in ("schema", "date", "machine"):
+        if key not in doc:
+            raise ValueError(f"kit.bench.packaged_recording: {name!r} lacks the field {key!r}")
+    return doc
 
 
 def rows_for(doc: dict, workload: str, device: str) -> list:

@@ -23,7 +23,7 @@ from kit.distributed.collectives import (
     broadcast_parameters,
     grouped_allreduce_,
 )
-from kit.distributed.fusion import GradientReducer
+from kit.distributed.fusion import GradientReducer, fusion_buckets
 from kit.distributed.optimizer import DistributedOptimizer
 from kit.distributed.runtime import (
     DistributedError,
@@ -44,6 +44,7 @@ __all__ = [
     "Average", "DistributedError", "DistributedOptimizer", "GradientReducer", "RankFailedError",
     "ReduceOp", "Sum", "allgather", "allgather_object", "allreduce", "allreduce_", "available",
     "broadcast", "broadcast_", "broadcast_object", "broadcast_optimizer_state",
-    "broadcast_parameters", "comm", "grouped_allreduce_", "init", "is_initialized", "local_rank",
-    "local_size", "rank", "settings", "size", "unavailable_reason",
+    "broadcast_parameters", "comm", "fusion_buckets", "grouped_allreduce_", "init",
+    "is_initialized", "local_rank", "local_size", "rank", "settings", "size",
+    "unavailable_reason",
 ]

@@ -3,8 +3,9 @@ parameters and an optimizer's state that start data-parallel training from one s
 
 Each is one MPI collective on a contiguous NumPy buffer, started non-blocking and finished by
 `runtime.wait` (a timeout, and failure notices from other ranks). Results are new tensors on the
-input's device; the trailing-underscore forms write into the tensor given. GPU tensors travel
-through host memory (no NCCL path yet: it needs a GPU per rank to test).
+input's device; the trailing-underscore forms write into the tensor given. GPU tensors (CuPy
+arrays) are reduced and broadcast by NCCL on the device when CuPy has it (kit.distributed.nccl),
+else staged through host memory; allgather, whose pieces may differ in size, always stages.
 
 >>> import kit, kit.distributed as dist
 >>> dist.init()
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kit import backend
 from kit._creation import from_numpy, tensor
 from kit._tensor import Tensor, bump_version
-from kit.distributed import runtime
+from kit.distributed import nccl, runtime
 from kit.grad_mode import no_grad
 
 
@@ -48,8 +50,21 @@ def host_array(value, what):
         return np.ascontiguousarray(value.detach().numpy())
 
 
+def device_array(value, what):
+    """The contiguous array a collective works on for a kit Tensor: its own CuPy array when NCCL
+    takes it (see kit.distributed.nccl), else its host array (`host_array`)."""
+    if isinstance(value, Tensor) and value.device != "cpu":
+        with no_grad():
+            array = value.detach()._data
+        if nccl.usable(array):
+            return backend.get_array_module(array).ascontiguousarray(array)
+    return host_array(value, what)
+
+
 def as_tensor_like(array, like):
-    """`array` as a new tensor on the device of `like`."""
+    """`array` as a new tensor on the device of `like` (a device array is that already)."""
+    if backend.get_array_module(array) is not np:
+        return Tensor(array)
     result = from_numpy(array)
     return result if like.device == "cpu" else result.to(like.device)
 
@@ -67,8 +82,8 @@ def _check_op(op, what):
 
 
 def reduce_array(array, op, what, out=None):
-    """Allreduce a NumPy array over every rank into `out` (in place when None); Average divides
-    by size()."""
+    """Allreduce an array over every rank into `out` (in place when None): a NumPy array by MPI,
+    a CuPy array by NCCL; Average divides by size()."""
     _check_op(op, what)
     runtime._require("allreduce")
     if op is Average and array.dtype.kind not in "fc":
@@ -82,9 +97,13 @@ def reduce_array(array, op, what, out=None):
         if array is not runtime.MPI.IN_PLACE:
             out[...] = array
         return out
-    runtime.wait([runtime._state.comm.Iallreduce(array, out)], what)
+    xp = backend.get_array_module(out)
+    if xp is np:
+        runtime.wait([runtime._state.comm.Iallreduce(array, out)], what)
+    else:
+        nccl.allreduce(out if array is runtime.MPI.IN_PLACE else array, out, what)
     if op is Average:
-        np.divide(out, runtime._state.size, out=out)
+        xp.divide(out, runtime._state.size, out=out)
     return out
 
 
@@ -96,22 +115,23 @@ def allreduce(tensor, op=Average, name=None):
     tensor([2., 4.])
     """
     what = f"allreduce of {name or 'a tensor'}"
-    array = host_array(tensor, what)
-    return as_tensor_like(reduce_array(array, op, what, out=np.empty_like(array)), tensor)
+    array = device_array(tensor, what)
+    out = backend.get_array_module(array).empty_like(array)
+    return as_tensor_like(reduce_array(array, op, what, out=out), tensor)
 
 
 def allreduce_(tensor, op=Average, name=None):
-    """Allreduce in place: `tensor` holds the result (and is returned). A contiguous CPU tensor
-    is reduced in its own memory, as raw MPI would, with no copy."""
+    """Allreduce in place: `tensor` holds the result (and is returned). A contiguous tensor on
+    the CPU, or on a GPU with NCCL, is reduced in its own memory, as raw MPI would, no copy."""
     what = f"allreduce_ of {name or 'a tensor'}"
-    if not isinstance(tensor, Tensor) or tensor.device != "cpu":
-        array = host_array(tensor, what)  # a TypeError for a non-tensor; a GPU tensor's copy
-        return write_back(tensor, reduce_array(array, op, what))
+    array = device_array(tensor, what)  # a TypeError for a non-tensor
     with no_grad():
-        storage = tensor.detach().numpy()
-    if not (storage.flags.c_contiguous and storage.flags.writeable):
-        return write_back(tensor, reduce_array(host_array(tensor, what), op, what,
-                                               out=np.empty_like(storage)))
+        storage = tensor.detach()._data
+    own_memory = tensor.device == "cpu" or nccl.usable(storage)
+    if not (own_memory and storage.flags.c_contiguous
+            and getattr(storage.flags, "writeable", True)):  # CuPy's flags lack it
+        out = backend.get_array_module(array).empty_like(array)
+        return write_back(tensor, reduce_array(array, op, what, out=out))
     reduce_array(storage, op, what)
     # NOTE: MPI wrote the storage behind the engine's back: record it as an in-place change,
     # as Function's mark_dirty does, so that a graph that saved this tensor refuses to use it.
@@ -127,16 +147,20 @@ def grouped_allreduce_(tensors, op=Average, name=None):
 
 
 def fused(tensors, what, collective):
-    """Run `collective(flat, dtype)` in place on one contiguous buffer per dtype (in one order
-    on every rank), then copy the results back into the tensors."""
-    by_dtype = {}
+    """Run `collective(flat, dtype)` in place on one contiguous buffer per dtype and array
+    module (in one order on every rank), then copy the results back into the tensors."""
+    groups = {}
     for t in tensors:
-        by_dtype.setdefault(np.dtype(t.dtype), []).append(t)
-    for dtype, group in sorted(by_dtype.items(), key=lambda item: item[0].str):
-        flat = np.concatenate([host_array(t, what).reshape(-1) for t in group]).astype(dtype)
+        array = device_array(t, what)
+        xp = backend.get_array_module(array)
+        groups.setdefault((np.dtype(t.dtype), xp is not np), []).append((t, array))
+    for (dtype, _), group in sorted(groups.items(), key=lambda item: (item[0][0].str,
+                                                                      item[0][1])):
+        xp = backend.get_array_module(group[0][1])
+        flat = xp.concatenate([array.reshape(-1) for _, array in group]).astype(dtype)
         collective(flat, dtype)
         start = 0
-        for t in group:
+        for t, _ in group:
             write_back(t, flat[start:start + t.numel()])
             start += t.numel()
 
@@ -170,14 +194,14 @@ def allgather(tensor, name=None):
 def broadcast(tensor, root_rank, name=None):
     """A new tensor holding `root_rank`'s value of `tensor`, on every rank."""
     what = f"broadcast of {name or 'a tensor'}"
-    array = host_array(tensor, what).copy()
+    array = device_array(tensor, what).copy()
     return as_tensor_like(_broadcast_array(array, root_rank, what), tensor)
 
 
 def broadcast_(tensor, root_rank, name=None):
     """Broadcast in place: every rank's `tensor` takes `root_rank`'s value."""
     what = f"broadcast_ of {name or 'a tensor'}"
-    array = host_array(tensor, what).copy()
+    array = device_array(tensor, what).copy()
     return write_back(tensor, _broadcast_array(array, root_rank, what))
 
 
@@ -185,7 +209,10 @@ def _broadcast_array(array, root_rank, what):
     runtime._require("broadcast")
     _check_root(root_rank, what)
     if runtime._state.size > 1:
-        runtime.wait([runtime._state.comm.Ibcast(array, root=root_rank)], what)
+        if backend.get_array_module(array) is np:
+            runtime.wait([runtime._state.comm.Ibcast(array, root=root_rank)], what)
+        else:
+            nccl.broadcast(array, root_rank, what)
     return array
 
 

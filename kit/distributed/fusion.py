@@ -10,7 +10,9 @@ order on every rank (MPI requires every rank to issue collectives in one order),
 
 Each buffer ends with one flag per parameter (1 where this rank had a gradient): a parameter
 that no rank computed a gradient for keeps `.grad` None, one that some ranks did gets the
-average over all ranks (the others count as zero), as one big batch would give.
+average over all ranks (the others count as zero), as one big batch would give. The buffers of
+GPU parameters live on the GPU and are reduced by NCCL when CuPy has it (kit.distributed.nccl);
+otherwise on the host, by MPI.
 
 >>> import kit, kit.distributed as dist
 >>> dist.init()
@@ -24,8 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kit.distributed import runtime
-from kit.distributed.collectives import Average, Sum, as_tensor_like, host_array, write_back
+from kit import backend
+from kit.distributed import nccl, runtime
+from kit.distributed.collectives import Average, Sum, as_tensor_like, device_array, write_back
 
 
 class _Slot:
@@ -42,8 +45,9 @@ class _Slot:
 class _Bucket:
     """One fusion buffer: a contiguous send buffer and the receive buffer it reduces into."""
 
-    def __init__(self, index, members, dtype):
+    def __init__(self, index, members, dtype, xp):
         self.index = index
+        self.on_device = xp is not np  # reduced by NCCL
         total = 0
         self.slots = []
         for name, param in members:
@@ -51,8 +55,9 @@ class _Bucket:
             total += param.numel()
         for position, slot in enumerate(self.slots):
             slot.flag = total + position
-        self.send = np.zeros(total + len(self.slots), dtype=dtype)
-        self.recv = np.empty_like(self.send)
+        self.send = xp.zeros(total + len(self.slots), dtype=dtype)
+        self.recv = xp.empty_like(self.send)
+        self.flags = [slot.flag for slot in self.slots]
         self.ready = 0
         self.request = None
 
@@ -100,13 +105,14 @@ class GradientReducer:
                 return None
             # NOTE: the hook runs before backward adds g into .grad, so the gradient to reduce
             # is what .grad will hold: any earlier accumulation plus g.
-            grad = host_array(g, "gradient allreduce").reshape(-1)
+            grad = device_array(g, "gradient allreduce").reshape(-1)
             have = slot.param.grad
             view = bucket.send[slot.offset:slot.offset + slot.numel]
             if have is None:
                 view[...] = grad
             else:
-                np.add(host_array(have, "gradient allreduce").reshape(-1), grad, out=view)
+                backend.get_array_module(view).add(
+                    device_array(have, "gradient allreduce").reshape(-1), grad, out=view)
             bucket.send[slot.flag] = 1
             slot.filled = True
             bucket.ready += 1
@@ -122,12 +128,16 @@ class GradientReducer:
             if bucket.ready < len(bucket.slots):
                 break
             self._launch(bucket)
-        in_flight = [b.request for b in buckets[:self.next_launch] if b.request is not None]
+        in_flight = [b.request for b in buckets[:self.next_launch]
+                     if b.request is not None and not b.on_device]
         if in_flight:
             runtime.MPI.Request.Testall(in_flight)  # drives MPI's progress while backward runs
 
     def _launch(self, bucket):
-        bucket.request = runtime._state.comm.Iallreduce(bucket.send, bucket.recv)
+        if bucket.on_device:  # an event recorded behind NCCL's call on the CUDA stream
+            bucket.request = nccl.start_allreduce(bucket.send, bucket.recv, bucket.describe())
+        else:
+            bucket.request = runtime._state.comm.Iallreduce(bucket.send, bucket.recv)
         self.next_launch += 1
 
     def synchronize(self):
@@ -141,14 +151,19 @@ class GradientReducer:
             self._launch(bucket)
         size = runtime._state.size
         for bucket in self.buckets:
-            runtime.wait([bucket.request], bucket.describe())
+            if bucket.on_device:
+                nccl.wait(bucket.request, bucket.describe())
+            else:
+                runtime.wait([bucket.request], bucket.describe())
+            xp = backend.get_array_module(bucket.recv)
             if self.op is Average and size > 1:
-                np.divide(bucket.recv, size, out=bucket.recv)
-            for slot in bucket.slots:
-                if bucket.recv[slot.flag] > 0:
+                xp.divide(bucket.recv, size, out=bucket.recv)
+            flags = backend.to_device(bucket.recv[bucket.flags], "cpu")  # one copy from a GPU
+            for slot, flag in zip(bucket.slots, flags, strict=True):
+                if flag > 0:
                     _store(slot, bucket.recv[slot.offset:slot.offset + slot.numel])
                 slot.passes, slot.filled = 0, False
-            bucket.send[[slot.flag for slot in bucket.slots]] = 0
+            bucket.send[bucket.flags] = 0
             bucket.ready, bucket.request = 0, None
         self.next_launch = 0
 
@@ -167,20 +182,40 @@ def _store(slot, values):
         write_back(param.grad, values)
 
 
+def fusion_buckets(named_params, fusion_threshold_bytes):
+    """How a GradientReducer lays the parameters into fusion buffers, in the order it starts
+    their allreduce: a list of buffers, each a list of parameter names (no MPI needed).
+
+    >>> import kit
+    >>> from kit import nn
+    >>> fusion_buckets(nn.Linear(100, 10).named_parameters(), 1024)
+    [['bias'], ['weight']]
+    """
+    return [[name for name, _ in members]
+            for members, _ in _group(list(named_params), fusion_threshold_bytes)]
+
+
 def _plan(named_params, threshold):
-    """Fusion buffers, last parameter first: a new buffer starts when the dtype changes or the
+    return [_Bucket(index, members, dtype, xp)
+            for index, (members, (dtype, xp)) in enumerate(_group(named_params, threshold))]
+
+
+def _group(named_params, threshold):
+    """(members, (dtype, xp)) of each fusion buffer, last parameter first: a new buffer starts
+    when the dtype or the buffer's array module changes (NumPy for MPI, CuPy for NCCL) or the
     next tensor would take the buffer past `threshold` bytes."""
-    buckets, members, dtype, used = [], [], None, 0
+    groups, members, kind, used = [], [], None, 0
     for name, param in reversed(named_params):
         if not param.requires_grad:
             continue
-        param_dtype = np.dtype(param.dtype)
-        nbytes = param.numel() * param_dtype.itemsize
-        if members and (param_dtype != dtype or used + nbytes > threshold):
-            buckets.append(_Bucket(len(buckets), members, dtype))
+        xp = backend.get_array_module(param._data) if nccl.usable(param._data) else np
+        param_kind = (np.dtype(param.dtype), xp)
+        nbytes = param.numel() * param_kind[0].itemsize
+        if members and (param_kind != kind or used + nbytes > threshold):
+            groups.append((members, kind))
             members, used = [], 0
         members.append((name, param))
-        dtype, used = param_dtype, used + nbytes
+        kind, used = param_kind, used + nbytes
     if members:
-        buckets.append(_Bucket(len(buckets), members, dtype))
-    return buckets
+        groups.append((members, kind))
+    return groups

@@ -5,7 +5,10 @@ finished by `wait`, which polls the requests against a deadline (`settings.timeo
 it waits, listens on a private control communicator for a failure notice from another rank. A
 rank whose program raises prints the error, notifies every other rank, and after
 `settings.abort_grace` seconds calls `MPI_Abort`, so the whole job ends: the others, if they are
-waiting in kit.distributed, raise `RankFailedError` naming the failed rank first.
+waiting in kit.distributed, raise `RankFailedError` naming the failed rank first. A rank that dies
+without a word (SIGKILL, a crash below Python) cannot notify anyone: the others find it by its
+process id while they wait (on this machine), unless the launcher kills them first, as MPICH's
+does at once (see `kit.distributed.launch`).
 
 >>> import kit.distributed as dist
 >>> dist.init()
@@ -58,20 +61,24 @@ class Settings:
 
     timeout: seconds a collective may wait for the other ranks (KIT_DIST_TIMEOUT, default 300).
     fusion_threshold_bytes: size of a gradient fusion buffer (HOROVOD_FUSION_THRESHOLD, default
-    64 MiB, Horovod's); 0 reduces every tensor on its own.
+    128 MiB, Horovod's since 0.21); 0 reduces every tensor on its own.
     abort_grace: seconds a failed rank waits, after notifying the others, before MPI_Abort.
+    nccl: reduce CuPy arrays with NCCL when CuPy has it (KIT_DIST_NCCL, default 1); off, GPU
+    data is staged through host memory and reduced by MPI.
     """
 
     def __init__(self):
         self.timeout = float(os.environ.get("KIT_DIST_TIMEOUT", 300.0))
         self.fusion_threshold_bytes = int(
-            os.environ.get("HOROVOD_FUSION_THRESHOLD", 64 * 1024 * 1024)
+            os.environ.get("HOROVOD_FUSION_THRESHOLD", 128 * 1024 * 1024)
         )
         self.abort_grace = float(os.environ.get("KIT_DIST_ABORT_GRACE", 1.0))
+        self.nccl = os.environ.get("KIT_DIST_NCCL", "1") != "0"
 
     def __repr__(self):
         return (f"Settings(timeout={self.timeout}, fusion_threshold_bytes="
-                f"{self.fusion_threshold_bytes}, abort_grace={self.abort_grace})")
+                f"{self.fusion_threshold_bytes}, abort_grace={self.abort_grace}, "
+                f"nccl={self.nccl})")
 
 
 settings = Settings()
@@ -170,15 +177,21 @@ def _require(what):
 
 
 def wait(requests, what):
-    """Complete `requests`, polling until `settings.timeout`; raise RankFailedError when another
-    rank reports a failure meanwhile, DistributedError on timeout. `what` names the collective."""
-    if MPI.Request.Testall(requests):
+    """Complete MPI `requests` (see `wait_until`)."""
+    wait_until(lambda: MPI.Request.Testall(requests), what)
+
+
+def wait_until(done, what):
+    """Poll `done()` (MPI requests, a CUDA event) until it is true, at most `settings.timeout`
+    seconds; raise RankFailedError when another rank reports a failure or dies meanwhile,
+    DistributedError on timeout. `what` names the collective."""
+    if done():
         return
     start = time.monotonic()
     deadline = start + settings.timeout
     next_check = next_liveness = start
     polls = 0
-    while not MPI.Request.Testall(requests):
+    while not done():
         polls += 1
         if polls < _state.spin_polls:
             continue  # spin a little first, as MPI_Wait does: a short collective ends here

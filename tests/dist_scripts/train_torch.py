@@ -4,7 +4,9 @@ usage: train_torch.py OUT.npz BATCH_PER_RANK STEPS OPTIMIZER FUSION_BYTES [BACKW
        [DEVICE]]
 Every rank trains on its shard of the same global batches; rank 0 saves the weights. Run as one
 process with BATCH_PER_RANK = N * B, it is the single-process reference. DEVICE "fake-gpu" trains
-on device "gpu" of tests/fake_cupy.py (the GPU code paths, computed by NumPy).
+on device "gpu" of tests/fake_cupy.py (the GPU code paths, computed by NumPy), staged through
+host memory; "fake-gpu-nccl" adds tests/fake_nccl.py; "gpu" uses the real GPU numbered by the
+rank's local rank. Each rank prints whether its gradients went through NCCL.
 """
 
 import sys
@@ -13,19 +15,24 @@ import numpy as np
 
 import kit.horovod.torch as hvd
 import kit.torch as torch
+from kit.distributed import nccl
 
 out, opt_name = sys.argv[1], sys.argv[4]
 batch, steps, fusion = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
 passes = int(sys.argv[6]) if len(sys.argv) > 6 else 1
-device = "cpu"
-if len(sys.argv) > 7 and sys.argv[7] == "fake-gpu":
-    import fake_cupy
-
-    fake = fake_cupy.installed()  # held: a dropped context manager would undo it
-    fake.__enter__()  # for the whole run
-    device = "gpu"
 hvd.init()
 rank, size = hvd.rank(), hvd.size()
+device = sys.argv[7] if len(sys.argv) > 7 else "cpu"
+if device.startswith("fake-gpu"):
+    import fake_cupy
+
+    fake = fake_cupy.installed(nccl=device == "fake-gpu-nccl")  # held: a dropped context
+    fake.__enter__()  # manager would undo it; the fake stays for the whole run
+elif device == "gpu":
+    import cupy
+
+    cupy.cuda.Device(hvd.local_rank()).use()  # one GPU per rank
+device = "cpu" if device == "cpu" else "gpu"
 
 torch.manual_seed(1234 + rank)  # every rank starts elsewhere: broadcast_parameters fixes that
 model = torch.nn.Sequential(
@@ -56,5 +63,7 @@ for _ in range(steps):
     opt.step()
 
 assert all(p.device == device and p.grad.device == device for p in model.parameters())
+used = all(nccl.usable(p._data) for p in model.parameters())
+print(f"rank {rank} nccl: {'used' if used else 'not used'}", flush=True)
 if rank == 0:
     np.savez(out, **{name: p.detach().to("cpu").numpy() for name, p in model.named_parameters()})

@@ -15,7 +15,8 @@ from e2e.lesson_page import LESSONS, NOTEBOOKS
 from kit.viz._style import fmt_number
 
 # The lessons whose widgets the tests below drive; every lesson that builds a widget must be here.
-DRIVEN = ["00_start_here.ipynb", "01_autograd_from_scratch.ipynb", "06_gradient_flow.ipynb"]
+DRIVEN = ["00_start_here.ipynb", "01_autograd_from_scratch.ipynb", "06_gradient_flow.ipynb",
+          "14_data_parallel_training.ipynb"]
 WIDGET_MARKERS = re.compile(r"\bipywidgets\b|\bexplorer\(|\bstep_backward\(")
 HIGHLIGHTED = """output => Array.from(output.querySelectorAll('g.node'))
     .filter(g => g.querySelector('[stroke="#dc2626"]'))
@@ -206,3 +207,42 @@ def test_gradient_flow_controls(ran_lesson, name, flow_view):
           10, 1.0, "relu", label="relu")
     after(lambda: press_handle(scale, "End"), 10, 3.0, "relu", label="scale-end")
     expect(scale.locator(".widget-readout")).to_have_text(readout_text(3, 2))
+
+
+# --- 14: the fusion threshold over recorded runs ------------------------------------------------
+@pytest.fixture(scope="module")
+def fusion_summary():
+    """Lesson 14's own `fusion_summary` (its recording and summary cells run here)."""
+    import numpy as np
+
+    import kit.bench
+    import kit.distributed
+    import kit.torch
+
+    namespace = {"kit": kit, "np": np, "torch": kit.torch, "dist": kit.distributed}
+    wanted = ("recording = kit.bench.packaged_recording(", "def fusion_summary(")
+    with contextlib.redirect_stdout(io.StringIO()):
+        for source in code_cells("14_data_parallel_training.ipynb"):
+            if any(w in source for w in wanted):
+                exec(compile(source, "14_data_parallel_training.ipynb", "exec"), namespace)
+    return namespace["fusion_summary"], namespace["THRESHOLDS"]
+
+
+@pytest.mark.parametrize("name", ["14_data_parallel_training.ipynb"])
+def test_fusion_threshold_slider(ran_lesson, name, fusion_summary):
+    summary_of, thresholds = fusion_summary
+    lesson = ran_lesson(name)
+    output = lesson.output_of("with_fallback(widgets.VBox([slider, summary, picture]),")
+    slider, text = output.locator(".widget-slider"), output.locator(".widget-html-content")
+    picture = output.locator(".widget-image").first
+    expect(text).to_have_text(summary_of(64 << 10))
+    before = picture.get_attribute("src")
+    press_handle(slider, "End")  # the largest recorded threshold: one buffer
+    expect(text).to_have_text(summary_of(thresholds[-1]))
+    expect(slider.locator(".widget-readout")).to_have_text("1 MiB")
+    expect(picture).not_to_have_attribute("src", before)
+    lesson.screenshot("fusion-largest", output)
+    press_handle(slider, "Home")  # 0: every tensor on its own
+    expect(text).to_have_text(summary_of(0))
+    assert "20 fusion buffers" in text.inner_text()
+    lesson.screenshot("fusion-none", output)
