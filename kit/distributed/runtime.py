@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import socket
 import sys
 import time
@@ -262,9 +263,25 @@ def _install_failure_handler():
             sys.stderr.flush()
             _notify(f"{kind.__name__}: {error}")
         time.sleep(settings.abort_grace)  # let the others print why they stop
+        _end_local_peers()
         _state.comm.Abort(1)
 
     sys.excepthook = excepthook
+
+
+def _end_local_peers():
+    """SIGKILL the other ranks on this machine that are still running. MPI_Abort alone does not
+    always end them: seen with MPICH's hydra on a busy machine, the aborting rank's exit reached
+    the proxy before its abort request, the proxy took it for a plain exit with code 1, and a
+    rank stalled outside kit.distributed (in user code) ran on until it finished by itself.
+    A rank killed by a signal makes hydra end the whole job, remote ranks included."""
+    host = socket.gethostname()
+    for other, (peer_host, pid) in enumerate(_state.peers):
+        if other != _state.rank and peer_host == host and _running(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # gone meanwhile, or not ours to signal
+                pass
 
 
 def _say(text):
