@@ -7,7 +7,7 @@
 tensor([2., 4., 6.])
 """
 
-from kit import backend, func
+from kit import backend, func, profiler
 from kit._creation import (
     arange,
     empty,
@@ -61,7 +61,8 @@ __all__ = [
     "from_numpy", "full", "func", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8",
     "int16", "int32", "int64", "is_anomaly_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "linspace", "manual_seed", "no_grad",
-    "once_differentiable", "ones", "ones_like", "rand", "randint", "randn", "set_grad_enabled",
+    "once_differentiable", "ones", "ones_like", "profiler", "rand", "randint", "randn",
+    "set_grad_enabled",
     "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,
 ]
 __version__ = "0.1.0"

@@ -45,7 +45,7 @@ from kit.grad_mode import (
 )
 from kit.ops._registry import published
 from kit.serialization import load, save
-from kit.torch import autograd, cuda, nn, optim, serialization, utils
+from kit.torch import autograd, cuda, nn, optim, profiler, serialization, utils
 from kit.torch._dtypes import (
     bool,
     device,
@@ -112,7 +112,7 @@ __all__ = [
     "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int", "int16",
     "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "linspace", "logsumexp",
     "long", "manual_seed", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "numel",
-    "ones", "ones_like",
+    "ones", "ones_like", "profiler",
     "rand", "randint", "randn", "set_grad_enabled", "short", "sort", "stack", "sub", "sum",
     "Tensor", "tensor", "uint8", "zeros", "zeros_like",
 ]

@@ -19,11 +19,11 @@ from kit.grad_mode import (
     set_grad_enabled,
 )
 from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
-from kit.torch.autograd import function
+from kit.torch.autograd import function, profiler
 from kit.torch.autograd.function import Function
 
 __all__ = [
     "Function", "GradcheckError", "backward", "detect_anomaly", "enable_grad", "function",
     "grad", "gradcheck", "gradgradcheck", "inference_mode", "is_anomaly_enabled", "no_grad",
-    "set_grad_enabled",
+    "profiler", "set_grad_enabled",
 ]
