@@ -218,10 +218,13 @@ def test_a_profile_is_stopped_in_its_own_thread_and_profilers_do_not_nest():
     t.start()
     t.join()
     assert "another thread" in str(errors[0])
+    inner = profile()
     with pytest.raises(RuntimeError, match="already running in this thread"):
-        with profile():
-            pass
+        inner.start()
     prof.stop()
+    with inner:  # refused before, usable now
+        kit.ones(1).exp()
+    assert [e.name for e in inner.events()] == ["exp"]
     with pytest.raises(RuntimeError, match="not running"):
         prof.step()
 

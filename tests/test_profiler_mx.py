@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from test_profiler import check_trace
 
+import kit
 import kit.mx as mx
 from kit.mx import profiler
 
@@ -21,6 +22,7 @@ def fresh_profiler(monkeypatch):
     monkeypatch.setattr(profiler, "_PROFILER", profiler._Profiler())
     yield
     profiler.set_state("stop")
+    assert kit.profiler.current() is None  # nothing left running in this thread
 
 
 def enable(tmp_path, **config):
@@ -208,6 +210,9 @@ def test_misuse_is_refused_with_a_clear_error(tmp_path):
     t.start()
     t.join()
     assert "another thread" in str(errors[0])
+    assert kit.profiler.current() is not None  # still running, and stopped by its own thread
+    profiler.set_state("stop")
+    assert kit.profiler.current() is None
 
 
 def _error(fn, *args):

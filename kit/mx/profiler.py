@@ -72,9 +72,10 @@ class _Profiler:
         self.session.start()
 
     def stop_segment(self):
-        session, self.session = self.session, None
+        session = self.session
         if session is not None:
-            session.stop()
+            session.stop()  # first: from another thread it raises, and nothing changes
+            self.session = None
             recorded = list(session.events())
             if not (self.config["profile_all"] or self.config["profile_imperative"]
                     or self.config["profile_symbolic"]):

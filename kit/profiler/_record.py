@@ -24,6 +24,7 @@ from kit import backend
 from kit._modes import STATE, Mode, set_switch
 from kit._tensor import Tensor
 from kit.func import BatchedTensor
+from kit.func._batched import _any_batched
 from kit.profiler._stats import Timings
 
 _KIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -148,9 +149,8 @@ class Recorder:
         self.events = []  # in order of start
         self._open = []  # [(event, ids of arrays its direct children returned)], innermost last
         self.thread = threading.get_native_id()
-        self.ident = threading.get_ident()
         self.cupy = backend.require_gpu("profiling CUDA activity") if cuda else None
-        self.start_ns = self.end_ns = None
+        self.start_ns = None
         self._cuda_start = None
         self.outer = None  # the switches the profiler's mode replaced (its hooks delegate there)
         self.level = 0  # `transforms` while no kit.func transform runs inside the profiler
@@ -233,8 +233,6 @@ class Recorder:
 
     def finish(self):
         """Close what is still open and read the device's clock (once, at the end)."""
-        end = perf_counter_ns()
-        self.end_ns = end
         while self._open:
             self.end(self._open[-1][0])
         if self.cupy is not None:
@@ -300,13 +298,17 @@ def _dispatch(op, fn, *args, **kwargs):
     recorder = STATE.profiler
     event = recorder.begin(op, "op", "forward", op, args)
     try:
-        plain = getattr(fn, "__wrapped__", None)  # the primitive without its hook line
-        if plain is None or _batched(args) or _batched(kwargs.values()):
-            # a vmap is running (kit.func's hook batches it) or a hand-written hook: the
-            # primitive runs as the hook below the profiler runs it
-            out = recorder.outer["dispatch"](op, fn, *args, **kwargs)
-        else:
-            out = plain(*args, **kwargs)  # primitives it calls are recorded inside it
+        if _any_batched(args) or _any_batched(kwargs.values()):
+            out = recorder.outer["dispatch"](op, fn, *args, **kwargs)  # kit.func's vmap
+        elif hasattr(fn, "__wrapped__"):  # a registry primitive: its body without the hook
+            out = fn.__wrapped__(*args, **kwargs)  # so the primitives it calls are recorded
+        else:  # a hand-written hook: the body runs with primitives undispatched
+            depth = STATE.depth
+            set_switch("depth", 0)
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                set_switch("depth", depth)
     except BaseException:
         recorder.end(event)
         raise
@@ -321,7 +323,7 @@ def _function(cls, args, kwargs):
     event = recorder.begin(cls.__name__, "function", "forward", cls.__name__, args)
     event.function = cls
     try:
-        if transforms != recorder.level or _batched(args) or _batched(kwargs.values()):
+        if transforms != recorder.level or _any_batched(args) or _any_batched(kwargs.values()):
             out = recorder.outer["function"](cls, args, kwargs)  # a kit.func transform's
         else:
             set_switch("transforms", transforms - 1)
@@ -337,15 +339,6 @@ def _function(cls, args, kwargs):
 
 
 # --- helpers ---------------------------------------------------------------------------------
-def _batched(values):
-    for v in values:
-        if type(v) is BatchedTensor:
-            return True
-        if type(v) in (list, tuple) and any(type(w) is BatchedTensor for w in v):
-            return True
-    return False
-
-
 def _arrays(values):
     """(array, whether it is new storage) for the Tensors and arrays in `values` (nested in
     tuples or lists); a view's array is not new."""
@@ -365,7 +358,7 @@ def _shapes(values):
     out = []
     for v in values:
         shape = getattr(v, "shape", None)
-        out.append([] if shape is None or isinstance(v, (int, float)) else list(shape))
+        out.append([] if shape is None else list(shape))
     return out
 
 

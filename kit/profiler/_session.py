@@ -119,19 +119,19 @@ class profile:  # noqa: N801 - PyTorch's name
         """Start the session in this thread (what entering the block does)."""
         if self._thread is not None:
             raise RuntimeError("kit.profiler: this profile is already running; call stop() first")
-        self._thread = threading.get_ident()
         self.step_num = 0
         self.current_action = self._action(0)
         if self.current_action in _RECORDING:
-            self._begin()
+            self._begin()  # first: a profiler already running here refuses this one
+        self._thread = threading.get_ident()
 
     def stop(self):
         """Stop the session (what leaving the block does); a recording in progress is saved."""
         self._check_thread("stop")
-        if self._recorder is not None:
-            self._end(save=True)
         self._thread = None
         self.current_action = None
+        if self._recorder is not None:
+            self._end(save=True)
 
     def step(self):
         """Mark the end of a training step: the schedule may start, save or stop recording."""
@@ -162,11 +162,11 @@ class profile:  # noqa: N801 - PyTorch's name
             )
 
     def _begin(self):
+        recorder = Recorder(self.record_shapes, self.profile_memory, self.with_stack, self.cuda)
+        self._mode = enter(Recording(recorder))
+        self._recorder = recorder
         if not self.acc_events:
             self._kept = []
-        recorder = self._recorder = Recorder(self.record_shapes, self.profile_memory,
-                                             self.with_stack, self.cuda)
-        self._mode = enter(Recording(recorder))
         recorder.started()
         if self.schedule is not None:
             self._next_step_range()
