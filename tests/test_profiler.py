@@ -337,3 +337,12 @@ def check_trace(trace, names, skip=()):
             end = e["ts"] + e["dur"]
             assert not open_ends or end <= open_ends[-1] + 1e-3, f"{e['name']} overlaps"
             open_ends.append(end)
+
+
+@pytest.mark.parametrize("module", ["kit.profiler", "kit.profiler._session", "kit.torch.profiler"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0

@@ -16,7 +16,9 @@ bytes of the new arrays it returned. `prof.key_averages().table()` prints PyTorc
 `prof.export_chrome_trace(path)` writes a trace that Perfetto (ui.perfetto.dev) or
 chrome://tracing opens. On a GPU, CuPy runs ops asynchronously: the time an op takes on the
 device is measured between CUDA events recorded around it (read once, at the end), so the CPU
-columns show the launch and the device columns the work.
+columns show the launch and the device columns the work. Tensor creation (`kit.zeros`,
+`kit.randn`) and in-place updates outside autograd (an optimiser's step) are not primitives, so
+they are not rows of their own: wrap them in `record_function` to see them.
 
 kit.torch spells it as `torch.profiler` (and `torch.autograd.profiler`), kit.mx as
 `mx.profiler` (set_config, set_state, dumps, dump). Work kit cannot see op by op (a compiled
