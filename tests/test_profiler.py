@@ -346,3 +346,18 @@ def test_docstring_examples_run(module):
 
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_client_reports_work_kit_cannot_see_as_events():
+    """What kit.compile's replay will do for a fused group: one event, its outputs' memory."""
+    x = kit.ones(4)
+    with profile(profile_memory=True) as prof:
+        rec = kit.profiler.current()
+        event = rec.begin("fused(mul, add, tanh)", kind="fused", phase="forward",
+                          op="fused", inputs=(x,))
+        out = kit.Tensor(np.tanh(x.numpy() * 2 + 1))
+        rec.end(event, out, (x,))
+    (row,) = prof.key_averages()
+    assert (row.key, row.kind, row.count, row.self_cpu_memory_usage) == (
+        "fused(mul, add, tanh)", "fused", 1, 16)
+    check_trace(prof.chrome_trace(), {"fused(mul, add, tanh)"})

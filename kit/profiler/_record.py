@@ -132,8 +132,8 @@ class Event(Timings):
         return self.self_gpu_bytes
 
     def __repr__(self):
-        return (f"<Event {self.name!r} {self.phase or self.kind} {self.duration_ns / 1e3:.3f}us "
-                f"thread={self.thread}>")
+        took = "open" if self.end_ns is None else f"{self.duration_ns / 1e3:.3f}us"
+        return f"<Event {self.name!r} {self.phase or self.kind} {took} thread={self.thread}>"
 
 
 Interval = namedtuple("Interval", ["start", "end"])
