@@ -361,3 +361,26 @@ def test_a_client_reports_work_kit_cannot_see_as_events():
     assert (row.key, row.kind, row.count, row.self_cpu_memory_usage) == (
         "fused(mul, add, tanh)", "fused", 1, 16)
     check_trace(prof.chrome_trace(), {"fused(mul, add, tanh)"})
+
+
+def test_a_profile_started_over_another_level_passes_every_call_through_it():
+    """A profile inside another hook's block (kit.compile's trace) times each call and leaves
+    running it to that hook."""
+    from kit._modes import Mode
+
+    seen = []
+
+    class Spy(Mode):
+        def switches(self, state):
+            outer = state.dispatch
+
+            def dispatch(op, fn, *args):
+                seen.append(op)
+                return outer(op, fn, *args)
+
+            return {"depth": state.depth + 1, "dispatch": dispatch}
+
+    x = kit.ones(2)
+    with Spy(), profile() as prof:
+        kit.exp(x)
+    assert seen == ["exp"] and [e.name for e in prof.events()] == ["exp"]

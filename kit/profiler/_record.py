@@ -154,6 +154,7 @@ class Recorder:
         self._cuda_start = None
         self.outer = None  # the switches the profiler's mode replaced (its hooks delegate there)
         self.level = 0  # `transforms` while no kit.func transform runs inside the profiler
+        self.delegate = False
 
     # --- the interval API (the hooks below, record_function, clients) ------------------------
     def begin(self, name, kind="range", phase=None, op=None, inputs=()):
@@ -288,6 +289,9 @@ class Recording(Mode):
             )
         recorder = self.recorder
         recorder.outer = {"dispatch": state.dispatch, "function": state.function}
+        # below it, hooks other than kit.func's (kit.compile's trace): every call goes there
+        recorder.delegate = (state.dispatch is not type(state).dispatch
+                             or state.function is not type(state).function)
         recorder.level = state.transforms + 1
         return {"depth": state.depth + 1, "transforms": recorder.level, "dispatch": _dispatch,
                 "function": _function, "profiler": recorder}
@@ -298,8 +302,8 @@ def _dispatch(op, fn, *args, **kwargs):
     recorder = STATE.profiler
     event = recorder.begin(op, "op", "forward", op, args)
     try:
-        if _any_batched(args) or _any_batched(kwargs.values()):
-            out = recorder.outer["dispatch"](op, fn, *args, **kwargs)  # kit.func's vmap
+        if recorder.delegate or _any_batched(args) or _any_batched(kwargs.values()):
+            out = recorder.outer["dispatch"](op, fn, *args, **kwargs)  # e.g. kit.func's vmap
         elif hasattr(fn, "__wrapped__"):  # a registry primitive: its body without the hook
             out = fn.__wrapped__(*args, **kwargs)  # so the primitives it calls are recorded
         else:  # a hand-written hook: the body runs with primitives undispatched
@@ -323,7 +327,8 @@ def _function(cls, args, kwargs):
     event = recorder.begin(cls.__name__, "function", "forward", cls.__name__, args)
     event.function = cls
     try:
-        if transforms != recorder.level or _any_batched(args) or _any_batched(kwargs.values()):
+        if (recorder.delegate or transforms != recorder.level or _any_batched(args)
+                or _any_batched(kwargs.values())):
             out = recorder.outer["function"](cls, args, kwargs)  # a kit.func transform's
         else:
             set_switch("transforms", transforms - 1)
