@@ -7,7 +7,7 @@
 tensor([2., 4., 6.])
 """
 
-from kit import backend, func
+from kit import backend, func, profiler
 from kit._creation import (
     arange,
     empty,
@@ -72,7 +72,8 @@ __all__ = [
     "get_default_dtype", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8", "int16",
     "int32", "int64", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "linspace", "manual_seed", "no_grad", "once_differentiable",
-    "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like",
+    "ones", "ones_like", "rand", "rand_like", "profiler", "randint", "randn",
+    "randn_like",
     "set_default_device", "set_default_dtype", "set_detect_anomaly", "set_grad_enabled",
     "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,
 ]

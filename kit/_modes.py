@@ -39,6 +39,7 @@ class _Switches(threading.local):
     check_nan = True  # ... and gradients are checked for NaN (PyTorch's default)
     keep_outputs = False  # new nodes keep a weak reference to their output (kit.viz)
     extras = False  # anomaly or keep_outputs: one read tells record() whether to look at either
+    profiler = None  # the running kit.profiler's Recorder (the engine reads it once per backward)
     depth = 0  # > 0: primitives dispatch BatchedTensors (kit.func.vmap)
     transforms = 0  # > 0: Function.apply is routed through kit.func
     grad_levels = 0  # kit.func grad-like transforms running (nested: create_graph)

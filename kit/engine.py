@@ -376,8 +376,10 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
              if not differentiable and g is not None}
     ready = [node for node in buffers if deps.get(node, 0) == 0]
     anomaly = STATE.anomaly
-    nan_check = anomaly and STATE.check_nan
     node = None
+    # NOTE: detect_anomaly's NaN check and a running profiler watch each node; one local tells
+    # the loop.
+    watch = _watcher(anomaly and STATE.check_nan, STATE.profiler)
     mode = enter(GradMode(differentiable))
     # NOTE: as in PyTorch, inf/nan in gradients propagate silently; detect_anomaly finds them.
     errors = np.seterr(all="ignore")
@@ -412,11 +414,12 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
             ):
                 in_grads = ()  # nothing flows through this node, but its inputs still wait on it
             else:
-                in_grads = node.apply(grads, differentiable)
+                if watch:
+                    in_grads = watch(node, grads, differentiable)
+                else:
+                    in_grads = node.apply(grads, differentiable)
                 if not retain_graph:
                     node.release()
-                if nan_check:
-                    check_nan(node, in_grads)
             n_in = len(in_grads)
             index = -1
             for edge in node.next_functions:
@@ -544,6 +547,28 @@ def _accumulate(tensor, g, differentiable, owned):
         g = g.copy()  # NOTE: a view or a shared array; `x.grad.zero_()` must not change others
     owned.add(id(g))
     tensor._grad = Tensor(g)
+
+
+def _watcher(nan_check, profiler):
+    """What the reverse pass runs instead of `node.apply` while detect_anomaly's NaN check or a
+    profiler (kit/profiler) watches it; None when nothing does."""
+    if profiler is None:
+        return _apply_checked if nan_check else None
+    if not nan_check:
+        return profiler.backward
+
+    def watched(node, grads, differentiable):
+        in_grads = profiler.backward(node, grads, differentiable)
+        check_nan(node, in_grads)
+        return in_grads
+
+    return watched
+
+
+def _apply_checked(node, grads, differentiable):
+    in_grads = node.apply(grads, differentiable)
+    check_nan(node, in_grads)
+    return in_grads
 
 
 # bound by kit._tensor once the class exists (the two modules need each other)

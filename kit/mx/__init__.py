@@ -2,7 +2,8 @@
 
 `mx.nd` (NDArray, array creation, common ops, Custom), `mx.autograd` (record, pause, backward,
 grad, ...), `mx.operator` (CustomOp, CustomOpProp, register), `mx.cpu()`, `mx.gpu()`,
-`mx.context`, `mx.gluon` (Block, layers, losses, Trainer), `mx.optimizer`, `mx.init`. A
+`mx.context`, `mx.gluon` (Block, layers, losses, Trainer), `mx.optimizer`, `mx.init`,
+`mx.profiler` (set_config, set_state, dumps, dump). A
 CustomOp call becomes an ordinary kit graph node, so kit.grad, kit.viz and higher-order
 gradients work through it.
 
@@ -17,7 +18,7 @@ array([2., 4., 6.], dtype=float32)
 # NOTE: operator first: registering the base op at import needs kit.mx._custom_function,
 # which needs it.
 from kit.mx import operator  # isort: skip
-from kit.mx import autograd, base, context, gluon, init, nd, optimizer, random
+from kit.mx import autograd, base, context, gluon, init, nd, optimizer, profiler, random
 from kit.mx._out_of_scope import io, kv, mod, sym, symbol
 from kit.mx.base import MXNetError
 from kit.mx.context import Context, cpu, current_context, gpu
@@ -28,5 +29,5 @@ initializer = init  # MXNet has both names
 __all__ = [
     "Context", "MXNetError", "NDArray", "autograd", "base", "context", "cpu", "current_context",
     "gluon", "gpu", "init", "initializer", "io", "kv", "mod", "nd", "operator",
-    "optimizer", "random", "sym", "symbol",
+    "optimizer", "profiler", "random", "sym", "symbol",
 ]

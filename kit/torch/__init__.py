@@ -55,7 +55,7 @@ from kit.grad_mode import (
 from kit.ops._registry import published
 from kit.ops.movement import broadcast_shapes
 from kit.serialization import load, save
-from kit.torch import autograd, cuda, linalg, nn, optim, serialization, utils
+from kit.torch import autograd, cuda, linalg, nn, optim, profiler, serialization, utils
 from kit.torch._dtypes import (
     bool,
     device,
@@ -133,8 +133,8 @@ __all__ = [
     "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "linspace",
     "log_softmax", "logsumexp",
     "long", "manual_seed", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "numel",
-    "ones", "ones_like", "rand", "randint", "randn", "set_grad_enabled", "short", "softmax",
-    "sort", "stack", "sub", "sum",
+    "ones", "ones_like", "profiler", "rand", "randint", "randn", "set_grad_enabled", "short",
+    "softmax", "sort", "stack", "sub", "sum",
     "Tensor", "tensor", "uint8", "zeros", "zeros_like",
 ]
 __all__ += sorted(_FROM_REGISTRY)

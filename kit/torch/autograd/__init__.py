@@ -20,12 +20,12 @@ from kit.grad_mode import (
     set_grad_enabled,
 )
 from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
-from kit.torch.autograd import function, functional
+from kit.torch.autograd import function, functional, profiler
 from kit.torch.autograd.function import Function
 from kit.torch.autograd.variable import Variable
 
 __all__ = [
     "Function", "GradcheckError", "Variable", "backward", "detect_anomaly", "enable_grad",
     "function", "functional", "grad", "gradcheck", "gradgradcheck", "inference_mode",
-    "is_anomaly_enabled", "no_grad", "set_detect_anomaly", "set_grad_enabled",
+    "is_anomaly_enabled", "no_grad", "profiler", "set_detect_anomaly", "set_grad_enabled",
 ]
