@@ -1,5 +1,7 @@
 """kit.viz gradient-flow plots: the numbers behind each figure, and the thresholds flagged."""
 
+import struct
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from kit.viz import (
     plot_grad_history,
     plot_grad_norms,
 )
+from kit.viz._style import png_display_size
 
 
 def _deep_net(depth, scale, activation, seed=0):
@@ -43,7 +46,11 @@ def test_vanishing_sigmoid_stack_is_flagged():
     assert norms == sorted(norms)  # the gradient shrinks layer by layer towards the input
     assert "W0" in plot.data["vanishing"] and "W11" not in plot.data["vanishing"]
     assert plot.data["exploding"] == []
-    assert plot._repr_png_()[:4] == b"\x89PNG"
+    data, metadata = plot._repr_png_()
+    assert data[:4] == b"\x89PNG"
+    # drawn with twice the pixels it is shown with (sharp on a 2x screen), proportions kept
+    assert png_display_size(data) == (metadata["width"], metadata["height"]) == (576, 307)
+    assert struct.unpack(">II", data[16:24]) == (1152, 614)
     assert repr(plot) == "<Plot: gradient norms of 12 parameters>"
 
 

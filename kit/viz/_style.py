@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import struct
 
 import numpy as np
 
@@ -97,6 +98,12 @@ def fmt_shape(shape):
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+# Figures are sized in inches at DISPLAY_DPI (CSS pixels per inch) and drawn with SCALE times as
+# many pixels, then shown at their display size: sharp on a 2x (HiDPI) screen, not blurred by CSS.
+DISPLAY_DPI = 96
+SCALE = 2
+
+
 def png(figure, fast=False):
     """A matplotlib Figure rendered to PNG bytes; `fast` trades file size for speed (widgets)."""
     buffer = io.BytesIO()
@@ -104,17 +111,35 @@ def png(figure, fast=False):
     return buffer.getvalue()
 
 
+def png_display_size(data):
+    """(width, height) in CSS pixels at which PNG bytes drawn at SCALE x are shown.
+
+    >>> png_display_size(png(new_figure(2.0, 1.0)))
+    (192, 96)
+    """
+    width, height = struct.unpack(">II", data[16:24])  # the IHDR chunk, right after the signature
+    return round(width / SCALE), round(height / SCALE)
+
+
 def new_figure(width=6.0, height=3.2, layout="constrained"):
-    """A matplotlib Figure outside pyplot, so nothing is shown twice or kept alive globally.
+    """A matplotlib Figure outside pyplot, so nothing is shown twice or kept alive globally;
+    `width` x `height` inches as shown, drawn at SCALE x that many pixels.
 
     Widgets pass layout=None and fixed margins: a constrained layout doubles the redraw time.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height), dpi=80, layout=layout)
+    figure = Figure(figsize=(width, height), dpi=DISPLAY_DPI * SCALE, layout=layout)
     FigureCanvasAgg(figure)
     return figure
+
+
+def show_png(image, data):
+    """Show PNG bytes in an ipywidgets Image at their display size (the PNG has SCALE x as many
+    pixels, so it stays sharp; the height follows the width, keeping the aspect ratio)."""
+    image.value = data
+    image.width = str(png_display_size(data)[0])
 
 
 class Plot:
@@ -128,5 +153,15 @@ class Plot:
     def __repr__(self):
         return f"<Plot: {self.title}>"
 
-    def _repr_png_(self):
+    def png(self):
+        """The figure as PNG bytes, drawn at SCALE x its display size."""
         return png(self.figure)
+
+    def show_in(self, image):
+        """Show the plot in an ipywidgets Image, sharp and at its display size."""
+        show_png(image, self.png())
+
+    def _repr_png_(self):
+        data = self.png()
+        width, height = png_display_size(data)
+        return data, {"width": width, "height": height}

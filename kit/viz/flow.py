@@ -64,6 +64,11 @@ def _thresholds(ax, vanishing, exploding, axis="y"):
     span(exploding, max(hi, exploding * 10), color=grad_colour(exploding * 1e3), alpha=0.08)
 
 
+def _legend_beside(ax, **kwargs):
+    """The legend to the right of the axes, where it cannot cover a bar or a line."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
+
+
 def _log_limits(values, vanishing, exploding):
     finite = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
     lo = min(finite + [vanishing]) / 10
@@ -99,7 +104,7 @@ def plot_grad_norms(params, vanishing=VANISHING, exploding=EXPLODING, title=None
     ax.set_xlabel("parameter (input side first)")
     ax.set_ylabel("gradient norm")
     ax.set_title(title or "gradient norm per layer")
-    ax.legend(loc="upper right", fontsize=8)
+    _legend_beside(ax, fontsize=8)
     data = {"names": names, "norms": list(norms.values()),
             **_flags(norms, vanishing, exploding)}
     return Plot(figure, data, f"gradient norms of {len(names)} parameters")
@@ -156,7 +161,7 @@ def plot_grad_history(history, vanishing=VANISHING, exploding=EXPLODING, title=N
     ax.set_xlabel("training step")
     ax.set_ylabel("gradient norm")
     ax.set_title(title or "gradient norm per layer during training")
-    ax.legend(loc="upper right", fontsize=7, ncol=2)
+    _legend_beside(ax, fontsize=7)
     last = {name: values[-1] if values else None for name, values in history.norms.items()}
     data = {"steps": list(history.steps),
             "norms": {k: list(v) for k, v in history.norms.items()},
@@ -200,7 +205,7 @@ def plot_grad_histograms(params, bins=40, vanishing=VANISHING, exploding=EXPLODI
     ax.set_xlabel("|gradient element|")
     ax.set_ylabel("count")
     ax.set_title(title or "distribution of gradient magnitudes")
-    ax.legend(loc="upper right", fontsize=7, ncol=2)
+    _legend_beside(ax, fontsize=7)
     data = {"names": list(counts), "edges": edges.tolist(),
             "counts": {k: v.tolist() for k, v in counts.items()}, "zeros": zeros}
     return Plot(figure, data, f"gradient histograms of {len(counts)} parameters")
