@@ -158,8 +158,9 @@ class Plot:
         return png(self.figure)
 
     def show_in(self, image):
-        """Show the plot in an ipywidgets Image, sharp and at its display size."""
-        show_png(image, self.png())
+        """Show the plot in an ipywidgets Image, sharp and at its display size (a widget redraws
+        often: the PNG is compressed less)."""
+        show_png(image, png(self.figure, fast=True))
 
     def _repr_png_(self):
         data = self.png()

@@ -186,19 +186,32 @@ def shown_png(image):
     return base64.b64decode(encoded)
 
 
+def widget_png(plot):
+    """The PNG bytes an Image widget gets from `plot.show_in`, as the lesson shows it."""
+    import ipywidgets
+
+    image = ipywidgets.Image()
+    plot.show_in(image)
+    return image.value
+
+
 @pytest.mark.parametrize("name", ["08_gradient_flow.ipynb"])
 def test_gradient_flow_controls(ran_lesson, name, flow_view):
     lesson = ran_lesson(name)
     output = lesson.output_of("with_fallback(widgets.VBox([widgets.HBox([depth, scale,")
     depth, scale = (output.locator(".widget-slider").nth(i) for i in range(2))
     picture = output.locator(".widget-image").first
-    assert shown_png(picture) == flow_view(20, 1.0, "sigmoid")._repr_png_()
+    assert shown_png(picture) == widget_png(flow_view(20, 1.0, "sigmoid"))
+    # drawn with twice the pixels it is shown with: sharp on a 2x screen, never stretched
+    natural, shown = picture.evaluate(
+        "img => [img.naturalWidth, img.getBoundingClientRect().width]")
+    assert natural == 2 * shown
 
     def after(action, *expected_args, label):
         before = picture.get_attribute("src")
         action()
         expect(picture).not_to_have_attribute("src", before)
-        assert shown_png(picture) == flow_view(*expected_args)._repr_png_(), expected_args
+        assert shown_png(picture) == widget_png(flow_view(*expected_args)), expected_args
         lesson.screenshot(label, output)
 
     after(lambda: set_readout(depth, 10), 10, 1.0, "sigmoid", label="depth-10")
