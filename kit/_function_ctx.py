@@ -34,8 +34,9 @@ class FunctionCtx:
     def __setattr__(self, name, value):
         if isinstance(value, Tensor) and not name.startswith("_") and name not in self._known:
             warnings.warn(
-                f"ctx.{name} = <Tensor>: a tensor stored as a ctx attribute is not tracked (no "
-                f"in-place check, not freed after backward, wrong double backward). Use "
+                f"ctx.{name} = <Tensor>: a tensor stored as a ctx attribute is not tracked: an "
+                f"in-place change to it before backward goes unnoticed (the gradient silently "
+                f"uses the new values) and it is not freed after backward. Use "
                 f"ctx.save_for_backward({name}) in forward and ctx.saved_tensors in backward.",
                 UserWarning,
                 stacklevel=2,

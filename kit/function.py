@@ -312,7 +312,9 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
             capture_stack(node, 2)  # _wrap_outputs and apply
         object.__setattr__(ctx, "_node", node)
         for i, o in enumerate(final):
-            if isinstance(o, Tensor) and not any(o is t for t in non_diff):
+            # NOTE: an integer or bool output has no gradient even unmarked (as in PyTorch)
+            if (isinstance(o, Tensor) and o._data.dtype.kind in "fc"
+                    and not any(o is t for t in non_diff)):
                 o._rg = True
                 o.grad_fn, o._nr, o._edge = node, i, (node, i)
             elif isinstance(o, Tensor):

@@ -9,7 +9,7 @@
 #   summary.txt       one line per step with its exit status, then the GPU targets
 #   environment.txt   nvidia-smi, Python and the packages found; backend.txt: kit's GPU probe
 #   pytest-gpu.log    `pytest -m gpu` over tests/ (every GPU-marked test; none may skip)
-#   lesson07.log      lesson 07 under nbval on this machine (its GPU branch, live)
+#   lesson12.log      lesson 12 under nbval on this machine (its GPU branch, live)
 #   bench.json        `python -m kit.bench` standard sweep (kit.bench/1 schema), bench.png its plot
 #   bench.log         the sweep's summary; bench-progress.log its progress bar
 # Exit status: 0 when every step passed, 3 when no GPU is usable, 1 otherwise.
@@ -77,13 +77,13 @@ if grep -qE "^SKIPPED" "$out/pytest-gpu.log"; then
     status=1
 fi
 
-# 4. Lesson 07 takes its GPU branch here; its outputs must still match the stored ones.
+# 4. Lesson 12 takes its GPU branch here; its outputs must still match the stored ones.
 if python3 -c "import nbval" 2> /dev/null; then
-    step "lesson 07 (nbval)" lesson07.log \
+    step "lesson 12 (nbval)" lesson12.log \
         python3 -m pytest -p no:cacheprovider --nbval --nbval-current-env \
-        --nbval-sanitize-with notebooks/sanitize.cfg notebooks/07_cpu_vs_gpu.ipynb
+        --nbval-sanitize-with notebooks/sanitize.cfg notebooks/12_cpu_vs_gpu.ipynb
 else
-    note "lesson 07 (nbval): skipped (nbval is not installed)"
+    note "lesson 12 (nbval): skipped (nbval is not installed)"
 fi
 
 # 5. The standard sweep: CPU and GPU, every workload, the targets answered in bench.log.

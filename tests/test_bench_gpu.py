@@ -1,5 +1,5 @@
 """kit.bench on a GPU: its GPU code paths on the fake CuPy everywhere (workload placement,
-CUDA-event timing, a sweep with a GPU, lesson 07's GPU branch), and on a real GPU where one is
+CUDA-event timing, a sweep with a GPU, lesson 12's GPU branch), and on a real GPU where one is
 usable. The fake computes on the CPU: nothing here says anything about GPU speed."""
 
 import contextlib
@@ -65,14 +65,14 @@ def test_sweep_with_a_gpu_times_it_with_events_and_records_it(fake_gpu):
 
 
 @pytest.mark.slow
-def test_lesson_07_gpu_branch_keeps_the_checked_outputs(fake_gpu, monkeypatch):
-    """Run lesson 07 in-process with a (fake) GPU: every cell runs, its live GPU cell measures,
+def test_lesson_12_gpu_branch_keeps_the_checked_outputs(fake_gpu, monkeypatch):
+    """Run lesson 12 in-process with a (fake) GPU: every cell runs, its live GPU cell measures,
     and every compared cell prints exactly what the stored notebook shows (made without a GPU)."""
     nbformat = pytest.importorskip("nbformat")
     import matplotlib.pyplot as plt
 
     monkeypatch.setattr(plt, "show", lambda *args, **kwargs: None)
-    path = Path(__file__).resolve().parents[1] / "notebooks" / "07_cpu_vs_gpu.ipynb"
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "12_cpu_vs_gpu.ipynb"
     nb = nbformat.read(path, as_version=4)
     namespace = {}
     try:
@@ -80,8 +80,10 @@ def test_lesson_07_gpu_branch_keeps_the_checked_outputs(fake_gpu, monkeypatch):
             if cell.cell_type != "code":
                 continue
             printed = io.StringIO()
+            program = "\n".join(line for line in cell.source.splitlines()
+                                 if not line.startswith("%"))  # IPython magics: not Python
             with contextlib.redirect_stdout(printed):
-                exec(compile(cell.source, f"lesson 07 [{cell.execution_count}]", "exec"), namespace)
+                exec(compile(program, f"lesson 12 [{cell.execution_count}]", "exec"), namespace)
             if not cell.source.startswith("# NBVAL_IGNORE_OUTPUT"):
                 stored = "".join(o.text for o in cell.outputs
                                  if o.output_type == "stream" and o.name == "stdout")

@@ -295,6 +295,38 @@ def test_a_function_without_jvp_and_a_differentiable_backward_still_works():
     np.testing.assert_allclose(tangent.numpy(), [3.0, 3.0])
 
 
+def test_pytorch_refuses_forward_mode_through_any_function_without_jvp():
+    """What lesson 10 says kit does differently: PyTorch refuses jvp, jacfwd and hessian through a
+    Function without a jvp staticmethod even when its backward is plain torch code."""
+    torch = pytest.importorskip("torch")
+
+    class Cube(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x ** 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * 3 * x ** 2
+
+    x = torch.tensor([1.0, -2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.func's own use of torch.jit
+        for transform in (lambda: torch.func.jvp(Cube.apply, (x,), (x,)),
+                          lambda: torch.func.jacfwd(Cube.apply)(x),
+                          lambda: torch.func.hessian(lambda t: Cube.apply(t).sum())(x)):
+            with pytest.raises(NotImplementedError, match="You must implement the jvp function"):
+                transform()
+        torch.func.jacrev(Cube.apply)(x)  # reverse mode needs only the backward
+
+
 @pytest.mark.parametrize("kind, why", [("once_differentiable", "marked @once_differentiable"),
                                        ("numpy", "do not depend on grad_output")])
 def test_without_jvp_a_non_differentiable_backward_gives_pytorchs_error(kind, why):

@@ -311,6 +311,28 @@ def test_mark_non_differentiable_still_gets_a_zero_slot(torch):
     assert seen == [[0.0, 0.0, 0.0]] and x.grad.tolist() == [2.0, 2.0, 2.0]
 
 
+def test_an_integer_output_has_no_gradient_even_unmarked(torch):
+    seen = []
+
+    def forward(ctx, x):
+        index = x.argmax()
+        ctx.save_for_backward(x, index)
+        return x[index] * 1, index
+
+    def backward(ctx, g, g_index):
+        seen.append(g_index.tolist())
+        x, index = ctx.saved_tensors
+        grad = torch.zeros_like(x)
+        grad[index] = g
+        return grad
+
+    x = vec(torch, (1.0, 5.0, 2.0))
+    value, index = function(torch, forward, backward).apply(x)
+    assert index.requires_grad is False and index.grad_fn is None and value.requires_grad
+    value.backward()
+    assert seen == [0] and x.grad.tolist() == [0.0, 1.0, 0.0]
+
+
 def test_set_materialize_grads_false_gives_none(torch):
     seen = []
 

@@ -270,20 +270,23 @@ def test_torch_func_is_kit_func():
         kit.torch.nope  # noqa: B018
 
 
-# --- lesson 03 is PyTorch code ------------------------------------------------------------------
+# --- lessons 03 and 03b are PyTorch code --------------------------------------------------------
 
-def test_lesson_03_runs_unchanged_on_pytorch():
+@pytest.mark.parametrize("name", ["03_custom_ops_pytorch_style.ipynb",
+                                  "03b_autograd_function_reference.ipynb"])
+def test_lesson_runs_unchanged_on_pytorch(name):
     """Swap the lesson's one import for `import torch`: every cell runs and every check holds,
-    except the one marked "kit only" (a warning PyTorch does not give); each demonstrated error
+    except those marked "kit only" (a warning PyTorch does not give); each demonstrated error
     is raised by PyTorch too, with the exception type kit raised in the saved lesson."""
     pytest.importorskip("torch")
     nbformat = pytest.importorskip("nbformat")
-    path = pathlib.Path(__file__).parents[1] / "notebooks" / "03_custom_ops_pytorch_style.ipynb"
+    path = pathlib.Path(__file__).parents[1] / "notebooks" / name
     namespace = {}
     cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
     assert sum("import kit.torch as torch" in c.source for c in cells) == 1
+    ran = 0
     for i, cell in enumerate(cells):
-        if "kit only" in cell.source:
+        if "kit only" in cell.source.splitlines()[0]:
             continue
         lines = [line for line in cell.source.splitlines() if not line.startswith("%")]
         program = "\n".join(lines).replace("import kit.torch as torch", "import torch")
@@ -292,11 +295,12 @@ def test_lesson_03_runs_unchanged_on_pytorch():
             if "raises-exception" in cell.metadata.get("tags", []):
                 (kit_error,) = [o.ename for o in cell.outputs if o.output_type == "error"]
                 with pytest.raises(Exception) as caught:  # noqa: B017 - compared just below
-                    exec(compile(program, f"lesson03-cell{i}", "exec"), namespace)
+                    exec(compile(program, f"{name}-cell{i}", "exec"), namespace)
                 assert type(caught.value).__name__ == kit_error, (i, caught.value)
             else:
-                exec(compile(program, f"lesson03-cell{i}", "exec"), namespace)
-    assert namespace["torch"].__name__ == "torch" and namespace["passed"] is True
+                exec(compile(program, f"{name}-cell{i}", "exec"), namespace)
+        ran += 1
+    assert namespace["torch"].__name__ == "torch" and ran > 0.9 * len(cells)
 
 
 @pytest.mark.parametrize("module", [

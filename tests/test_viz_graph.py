@@ -180,6 +180,32 @@ def test_colour_by_gradient_magnitude_and_legend():
     assert draw_graph(y).legend == []
 
 
+def test_compact_lays_a_deep_network_out_one_layer_per_row():
+    kit.manual_seed(0)
+    h = kit.randn(4, 8)
+    weights = {f"W{i}": (kit.randn(8, 8) * 0.3).requires_grad_() for i in range(10)}
+    for w in weights.values():
+        h = kit.sigmoid(h @ w)
+    full = draw_graph(h.sum(), color_by_grad=True, params=weights)
+    d = draw_graph(h.sum(), color_by_grad=True, params=weights, compact=True)
+    assert d.nodes == full.nodes  # the data keeps every detail; only the drawing is smaller
+    g = d.agraph()
+    g.layout(prog="dot")
+    where = {n["id"]: tuple(float(v) for v in g.get_node(n["id"]).attr["pos"].split(","))
+             for n in d.nodes}
+    by_op = {}
+    for n in d.find("op"):
+        by_op.setdefault(n["attributes"]["op"], []).append(where[n["id"]])
+    matmuls, sigmoids = sorted(by_op["matmul"], key=lambda p: -p[1]), by_op["sigmoid"]
+    assert len({x for x, _ in matmuls}) == 1  # the layers' first ops in one column
+    assert sorted(y for _, y in matmuls) == sorted(y for _, y in sigmoids)  # each layer a row
+    width, height = (float(v) for v in g.graph_attr["bb"].split(",")[2:])
+    assert width < 600 and height < 1000  # points: fits a 1,200-px notebook, one screen tall
+    label = g.get_node(d.find("tensor", name="W3")[0]["id"]).attr["label"]
+    assert label.splitlines()[0] == "W3" and label.splitlines()[1].startswith("|grad|")
+    assert len(label.splitlines()) == 2
+
+
 def test_deep_chain_of_100000_collapses_and_draws():
     x = kit.tensor(1.0, requires_grad=True)
     h = x

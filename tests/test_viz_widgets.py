@@ -7,6 +7,7 @@ import pytest
 
 import kit
 from kit.viz import explorer, gradcheck_view, step_backward
+from kit.viz._style import png_display_size
 
 
 def f(x, y):
@@ -43,6 +44,10 @@ def test_explorer_plot_axis_and_static_fallback():
     bundle = static._repr_mimebundle_()
     assert bundle["text/plain"].startswith("f(x=0, y=0.5) = 0")
     assert "data:image/png;base64," in bundle["text/html"]
+    # the plot is drawn at twice its display size and shown at that size: sharp at 2x
+    width, height = png_display_size(static.png)
+    assert f'<img width="{width}" height="{height}" src="data:image/png' in bundle["text/html"]
+    assert ex.plot_view.width == str(width)
     assert "data:image/svg+xml;base64," in bundle["text/html"]
 
 
@@ -164,8 +169,8 @@ def test_gradcheck_view_finds_a_wrong_backward_and_shows_each_block():
 
 def test_a_displayed_view_stores_its_frame_next_to_the_widget():
     ex = explorer(f, x=(-3, 3, 2.0), y=(-3, 3, 3.0))
-    bundle = ex._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+    bundle, metadata = ex._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle and metadata == {}
     assert bundle["text/plain"] == ex.frame.summary()  # not "VBox(children=(..."
     assert "data:image/png;base64," in bundle["text/html"]
     assert "data:image/svg+xml;base64," in bundle["text/html"]
@@ -188,7 +193,8 @@ def test_with_fallback_stores_a_plot_as_png():
     w = kit.tensor([1.0, 2.0], requires_grad=True)
     (w * w).sum().backward()
     plot = plot_grad_norms({"w": w})
-    bundle = with_fallback(ipywidgets.IntSlider(1), plot)._repr_mimebundle_()
+    bundle, metadata = with_fallback(ipywidgets.IntSlider(1), plot)._repr_mimebundle_()
     assert bundle["text/plain"] == repr(plot)
+    assert metadata == {"image/png": {"width": 576, "height": 307}}  # 6 x 3.2 inches at 96 dpi
     assert bundle["image/png"].startswith("iVBORw0KGgo")  # base64 of the PNG signature
     assert "application/vnd.jupyter.widget-view+json" in bundle

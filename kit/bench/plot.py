@@ -62,7 +62,8 @@ def plot_sweep(doc: dict, workload: str, ax=None, models=None):
     ax.set_xlabel(data["size_name"])
     ax.set_ylabel("seconds per call")
     ax.set_title(workload)
-    ax.legend(fontsize="small")
+    # Time grows with size, so the top left is the corner the curves leave empty.
+    ax.legend(fontsize="small", loc="upper left")
     return ax
 
 

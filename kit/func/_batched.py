@@ -72,7 +72,7 @@ def _no_storage(what):
         f"batched with a batched value (y[i] = x, y += x) must become out-of-place "
         f"(y = y + x, kit.where). In a custom Function whose forward needs NumPy, set "
         f"generate_vmap_rule = False and write a vmap staticmethod that calls the Function on "
-        f"the whole batch (lesson 05, section 6)."
+        f"the whole batch (lesson 10, section 6)."
     )
 
 

@@ -31,7 +31,7 @@ from kit.func._rules import union_levels, union_sizes
 from kit.function import Function, _backward_of, _separate_form
 
 VmapInfo = namedtuple("VmapInfo", ["batch_size", "randomness"])
-_DOCS = "For more details, please see the 'Extending torch.func' part of lesson 05."
+_DOCS = "For more details, please see the 'Extending torch.func' part of lesson 10."
 
 
 def function_apply(cls, args, kwargs):

@@ -234,7 +234,8 @@ class NDArray:
         if guard.readonly:
             raise reported(ValueError(
                 f"{guard.where} is read-only: a CustomOp must not write into its inputs (MXNet "
-                f"would silently change the caller's array). Fix: compute a new array, e.g. "
+                f"passes them read-only too: there the write fails inside MXNet's callback and "
+                f"surfaces later as an opaque MXNetError). Fix: compute a new array, e.g. "
                 f"y = in_data[0] * 2, and write it with self.assign(out_data[0], req[0], y)"
             ))
         have = _value_shape(value)

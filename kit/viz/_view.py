@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import html
 
+from kit.viz._style import png_display_size
+
 
 class View:
     """Base of kit.viz's widgets: displays as its ipywidgets box, with its current frame's text
@@ -21,18 +23,20 @@ class View:
     def _repr_mimebundle_(self, **kwargs):
         # A running JupyterLab picks the widget view; anything else the static frame (instead of
         # the widget's text repr, "VBox(children=(...").
-        return {**self.widget._repr_mimebundle_(**kwargs), **static_bundle(self.current())}
+        data, metadata = static_bundle(self.current())
+        return {**self.widget._repr_mimebundle_(**kwargs), **data}, metadata
 
 
 def static_bundle(obj):
-    """`obj`'s display data without IPython: a string as text, a frame's own bundle, a `Plot`
-    as PNG with its one-line text."""
+    """`obj`'s display data and metadata without IPython: a string as text, a frame's own
+    bundle, a `Plot` as PNG (shown at its display size) with its one-line text."""
     if isinstance(obj, str):
-        return {"text/plain": obj}
+        return {"text/plain": obj}, {}
     if hasattr(obj, "_repr_mimebundle_"):
-        return dict(obj._repr_mimebundle_())
-    return {"text/plain": repr(obj),
-            "image/png": base64.b64encode(obj._repr_png_()).decode("ascii")}
+        return dict(obj._repr_mimebundle_()), {}
+    data, metadata = obj._repr_png_()
+    return ({"text/plain": repr(obj), "image/png": base64.b64encode(data).decode("ascii")},
+            {"image/png": metadata})
 
 
 class WithFallback(View):
@@ -47,7 +51,7 @@ def with_fallback(widget, fallback):
     where no widget can run: a saved notebook shows the figure, not `VBox(children=(...`.
 
     >>> import ipywidgets
-    >>> shown = with_fallback(ipywidgets.IntSlider(3), "x = 3")._repr_mimebundle_()
+    >>> shown, _ = with_fallback(ipywidgets.IntSlider(3), "x = 3")._repr_mimebundle_()
     >>> shown["text/plain"], "application/vnd.jupyter.widget-view+json" in shown
     ('x = 3', True)
     """
@@ -63,7 +67,9 @@ def frame_html(summary, plot_png=None, graph=None):
     parts = [f"<pre>{html.escape(summary)}</pre>"]
     if plot_png:
         data = base64.b64encode(plot_png).decode("ascii")
-        parts.append(f'<img src="data:image/png;base64,{data}"/>')
+        width, height = png_display_size(plot_png)
+        parts.append(f'<img width="{width}" height="{height}" '
+                     f'src="data:image/png;base64,{data}"/>')
     if graph is not None:
         data = base64.b64encode(graph.svg.encode("utf-8")).decode("ascii")
         parts.append(f'<img src="data:image/svg+xml;base64,{data}"/>')

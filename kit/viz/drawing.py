@@ -6,6 +6,7 @@ import html
 import os
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from kit.viz._style import EXPLODING, NO_GRAD, VANISHING, legend
@@ -26,7 +27,8 @@ _KIND_STYLE = {
 
 def draw_graph(*outputs, show_grad=True, color_by_grad=False, show_saved=False,
                collapse_chains=6, max_nodes=400, params=None, highlight=(),
-               vanishing=VANISHING, exploding=EXPLODING, rankdir="TB", flow=None):
+               vanishing=VANISHING, exploding=EXPLODING, rankdir="TB", flow=None,
+               compact=False):
     """Draw the computation graph that produced `outputs`.
 
     Op nodes show the op (a user's custom op is a purple hexagon naming its front end); tensor
@@ -40,6 +42,9 @@ def draw_graph(*outputs, show_grad=True, color_by_grad=False, show_saved=False,
     "op xN" node (False keeps them); past `max_nodes` nodes the rest is summarised in one node.
     `highlight` marks nodes (Tensors or graph nodes) with a red border. `flow` ({graph node:
     [gradient per output]}) shows those gradients instead (step_backward shows part of a pass).
+    `compact` draws deep graphs small: each node shows only its name and gradient, and an op
+    whose one input comes from an op it alone consumes sits beside it, so a layer of a deep
+    network (matmul, then its activation) is one row (`.nodes` keep every detail).
 
     >>> import kit
     >>> x = kit.tensor(2.0, requires_grad=True)
@@ -53,17 +58,18 @@ def draw_graph(*outputs, show_grad=True, color_by_grad=False, show_saved=False,
         highlight=highlight, vanishing=vanishing, exploding=exploding, flow=flow,
     )
     rows = legend(vanishing, exploding) if color_by_grad else []
-    return GraphDrawing(nodes, edges, rows, rankdir)
+    return GraphDrawing(nodes, edges, rows, rankdir, compact)
 
 
 class GraphDrawing:
     """A drawn graph: shows itself as SVG in Jupyter; `.nodes`, `.edges` hold it as data."""
 
-    def __init__(self, nodes, edges, legend_rows=(), rankdir="TB"):
+    def __init__(self, nodes, edges, legend_rows=(), rankdir="TB", compact=False):
         self.nodes = nodes
         self.edges = edges
         self.legend = list(legend_rows)
         self.rankdir = rankdir
+        self.compact = compact
         self._svg = None
 
     def __repr__(self):
@@ -93,9 +99,13 @@ class GraphDrawing:
         g.node_attr.update(fontname="Helvetica", fontsize="10", margin="0.08,0.04")
         g.edge_attr.update(arrowsize="0.7")
         for node in self.nodes:
-            g.add_node(node["id"], **_node_style(node))
+            g.add_node(node["id"], **_node_style(node, self.compact))
         for edge in self.edges:
             g.add_edge(edge["source"], edge["target"], key=edge["id"], **_edge_style(edge))
+        if self.compact:
+            g.graph_attr.update(nodesep="0.2", ranksep="0.25", newrank="true")
+            g.node_attr.update(fontsize="9", margin="0.05,0.02")
+            self._rows(g)
         if self.legend:
             cells = "".join(
                 f'<TR><TD BGCOLOR="{colour}" WIDTH="14"> </TD>'
@@ -108,6 +118,34 @@ class GraphDrawing:
             g.get_subgraph("cluster_legend").add_node("legend", shape="plaintext", label=table,
                                                       fontsize="9")
         return g
+
+    def _rows(self, g):
+        """Lay each run of ops that feed only each other out as one row, the rows one below
+        the other (`compact`)."""
+        ops = {n["id"] for n in self.nodes if n["kind"] in ("op", "custom", "chain")}
+        data = [(e["source"], e["target"], e["id"]) for e in self.edges if e["kind"] == "data"]
+        inputs = Counter(target for _, target, _ in data)
+        consumers = Counter(source for source, _, _ in data)
+        beside = {source: target for source, target, _ in data
+                  if source in ops and target in ops and inputs[target] == 1
+                  and consumers[source] == 1}
+        heads = [n["id"] for n in self.nodes if n["id"] in beside and n["id"] not in
+                 beside.values()]
+        rows = {}
+        for i, head in enumerate(heads):
+            row = [head]
+            while row[-1] in beside:
+                row.append(beside[row[-1]])
+            g.add_subgraph(row, name=f"row{i}", rank="same")
+            rows[head] = row
+        for source, target, key in data:
+            below = rows.get(target)
+            if below is None or consumers[source] != 1:
+                continue
+            above = next((row for row in rows.values() if row[-1] == source), None)
+            if above is not None:  # keep the rows' first ops in one column
+                g.get_edge(source, target, key).attr["weight"] = "0"
+                g.add_edge(above[0], below[0], style="invis", weight="20")
 
     @property
     def svg(self) -> str:
@@ -160,7 +198,13 @@ def _label(text):
     return " " + text if text.startswith("<") else text
 
 
-def _node_style(node):
+def _compact(label):
+    lines = label.split("\n")
+    return "\n".join([lines[0]] + [line for line in lines[1:]
+                                   if line.startswith(("grad ", "|grad| "))])
+
+
+def _node_style(node, compact=False):
     kind, attributes = node["kind"], node["attributes"]
     style = dict(_KIND_STYLE[kind])
     if kind == "tensor":
@@ -173,7 +217,7 @@ def _node_style(node):
             style["fontcolor"] = "white"
     if attributes.get("highlight"):
         style.update(color="#dc2626", penwidth="3")
-    style["label"] = _label(node["label"])
+    style["label"] = _label(_compact(node["label"]) if compact else node["label"])
     return style
 
 

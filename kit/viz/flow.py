@@ -44,6 +44,14 @@ def grad_norms(params):
             for name, t in named_parameters(params)}
 
 
+def _norms_of(params):
+    """{name: norm}: the norms themselves if given, else the gradient norms of the parameters."""
+    if isinstance(params, dict) and all(v is None or isinstance(v, float)
+                                        for v in params.values()):
+        return dict(params)
+    return grad_norms(params)
+
+
 def _flags(norms, vanishing, exploding):
     return {
         "vanishing": [k for k, v in norms.items() if v is not None and v < vanishing],
@@ -64,6 +72,11 @@ def _thresholds(ax, vanishing, exploding, axis="y"):
     span(exploding, max(hi, exploding * 10), color=grad_colour(exploding * 1e3), alpha=0.08)
 
 
+def _legend_beside(ax, **kwargs):
+    """The legend to the right of the axes, where it cannot cover a bar or a line."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
+
+
 def _log_limits(values, vanishing, exploding):
     finite = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
     lo = min(finite + [vanishing]) / 10
@@ -80,11 +93,7 @@ def plot_grad_norms(params, vanishing=VANISHING, exploding=EXPLODING, title=None
     >>> plot_grad_norms({"W0": 1e-7, "W1": 0.5, "W2": 1e4}).data["vanishing"]
     ['W0']
     """
-    if isinstance(params, dict) and all(v is None or isinstance(v, float)
-                                        for v in params.values()):
-        norms = dict(params)
-    else:
-        norms = grad_norms(params)
+    norms = _norms_of(params)
     names = list(norms)
     figure = new_figure()
     ax = figure.add_subplot()
@@ -99,7 +108,7 @@ def plot_grad_norms(params, vanishing=VANISHING, exploding=EXPLODING, title=None
     ax.set_xlabel("parameter (input side first)")
     ax.set_ylabel("gradient norm")
     ax.set_title(title or "gradient norm per layer")
-    ax.legend(loc="upper right", fontsize=8)
+    _legend_beside(ax, fontsize=8)
     data = {"names": names, "norms": list(norms.values()),
             **_flags(norms, vanishing, exploding)}
     return Plot(figure, data, f"gradient norms of {len(names)} parameters")
@@ -131,11 +140,17 @@ class GradHistory:
             self.norms[name].append(value)
 
 
-def plot_grad_history(history, vanishing=VANISHING, exploding=EXPLODING, title=None):
+def plot_grad_history(history, vanishing=VANISHING, exploding=EXPLODING, title=None,
+                      losses=None):
     """One line per parameter: its gradient norm across the recorded steps (log scale).
 
+    With `losses` (the loss at each recorded step) the loss is drawn in a panel to the left, so
+    a divergence or a plateau is read against the gradients; a loss that stops being finite is
+    marked where it happened.
+
     `.data`: {"steps", "norms" ({name: [norm per step]}), "vanishing", "exploding" (names whose
-    last norm is past the threshold)}.
+    last norm is past the threshold)}; with `losses` also "losses" and "diverged_at" (the first
+    step whose loss is inf or NaN, or None).
 
     >>> import kit
     >>> w = kit.tensor([1.0], requires_grad=True)
@@ -145,10 +160,24 @@ def plot_grad_history(history, vanishing=VANISHING, exploding=EXPLODING, title=N
     >>> plot_grad_history(history).data["exploding"]
     ['w']
     """
-    figure = new_figure()
-    ax = figure.add_subplot()
+    if losses is None:
+        figure = new_figure()
+        ax = figure.add_subplot()
+    else:
+        if len(losses) != len(history.steps):
+            raise ValueError(
+                f"kit.viz.plot_grad_history: {len(losses)} losses for {len(history.steps)} "
+                f"recorded steps; record the loss once per history.record()"
+            )
+        figure = new_figure(9.6, 3.2)
+        loss_ax, ax = figure.subplots(1, 2, width_ratios=(2, 3))
+        diverged_at = _plot_losses(loss_ax, history.steps, losses)
     for name, values in history.norms.items():
         ax.plot(history.steps, [v if v else np.nan for v in values], label=name, linewidth=1.5)
+    if len(history.steps) > 1:  # every step, also those whose norms are inf or NaN
+        ax.set_xlim(history.steps[0], history.steps[-1])
+    if losses is not None and diverged_at is not None:
+        ax.axvline(diverged_at, color=grad_colour(EXPLODING * 1e3), linestyle=":")
     ax.set_yscale("log")
     everything = [v for values in history.norms.values() for v in values]
     ax.set_ylim(*_log_limits(everything, vanishing, exploding))
@@ -156,13 +185,69 @@ def plot_grad_history(history, vanishing=VANISHING, exploding=EXPLODING, title=N
     ax.set_xlabel("training step")
     ax.set_ylabel("gradient norm")
     ax.set_title(title or "gradient norm per layer during training")
-    ax.legend(loc="upper right", fontsize=7, ncol=2)
+    _legend_beside(ax, fontsize=7)
     last = {name: values[-1] if values else None for name, values in history.norms.items()}
     data = {"steps": list(history.steps),
             "norms": {k: list(v) for k, v in history.norms.items()},
             **_flags(last, vanishing, exploding)}
+    if losses is not None:
+        data.update(losses=[float(v) for v in losses], diverged_at=diverged_at)
     return Plot(figure, data, f"gradient norms of {len(last)} parameters over "
                               f"{len(history.steps)} steps")
+
+
+def _plot_losses(ax, steps, losses):
+    """The loss per step on a log axis; the first step where it is not finite is marked."""
+    losses = [float(v) for v in losses]
+    diverged_at = next((step for step, v in zip(steps, losses, strict=True)
+                        if not math.isfinite(v)), None)
+    ax.plot(steps, [v if math.isfinite(v) and v > 0 else np.nan for v in losses],
+            color="#111827", linewidth=1.5)
+    ax.set_yscale("log")
+    if diverged_at is not None:
+        ax.axvline(diverged_at, color=grad_colour(EXPLODING * 1e3), linestyle=":")
+        ax.set_title(f"loss: inf or NaN from step {diverged_at}", fontsize=10)
+    else:
+        ax.set_title("loss", fontsize=10)
+    if len(steps) > 1:
+        ax.set_xlim(steps[0], steps[-1])
+    ax.set_xlabel("training step")
+    return diverged_at
+
+
+def compare_grad_norms(runs, vanishing=VANISHING, exploding=EXPLODING, title=None):
+    """One line per network: the gradient norm of each of its layers, input side first (log
+    scale), to compare fixes on one picture. `runs` is {label: params or {name: norm}}, each as
+    `plot_grad_norms` takes it.
+
+    `.data`: {"norms" ({label: [norm per layer]}), "vanishing", "exploding" ({label: names past
+    the threshold})}.
+
+    >>> compare_grad_norms({"a": {"W0": 1e-7, "W1": 0.5}, "b": {"W0": 1.0, "W1": 2.0}}
+    ...                    ).data["vanishing"]
+    {'a': ['W0'], 'b': []}
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    figure = new_figure(7.2, 3.2)
+    ax = figure.add_subplot()
+    norms, flags = {}, {"vanishing": {}, "exploding": {}}
+    for label, params in runs.items():
+        run = _norms_of(params)
+        norms[label] = list(run.values())
+        for kind, names in _flags(run, vanishing, exploding).items():
+            flags[kind][label] = names
+        ax.plot(range(len(run)), [v if v else np.nan for v in run.values()], marker="o",
+                markersize=3, linewidth=1.5, label=label)
+    ax.set_yscale("log")
+    ax.set_ylim(*_log_limits([v for run in norms.values() for v in run], vanishing, exploding))
+    _thresholds(ax, vanishing, exploding)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("layer (input side first)")
+    ax.set_ylabel("gradient norm")
+    ax.set_title(title or "gradient norm per layer")
+    _legend_beside(ax, fontsize=8)
+    return Plot(figure, {"norms": norms, **flags}, f"gradient norms of {len(runs)} networks")
 
 
 def plot_grad_histograms(params, bins=40, vanishing=VANISHING, exploding=EXPLODING, title=None):
@@ -200,7 +285,7 @@ def plot_grad_histograms(params, bins=40, vanishing=VANISHING, exploding=EXPLODI
     ax.set_xlabel("|gradient element|")
     ax.set_ylabel("count")
     ax.set_title(title or "distribution of gradient magnitudes")
-    ax.legend(loc="upper right", fontsize=7, ncol=2)
+    _legend_beside(ax, fontsize=7)
     data = {"names": list(counts), "edges": edges.tolist(),
             "counts": {k: v.tolist() for k, v in counts.items()}, "zeros": zeros}
     return Plot(figure, data, f"gradient histograms of {len(counts)} parameters")

@@ -10,7 +10,7 @@ import numpy as np
 
 import kit
 from kit.gradcheck import analytical_jacobian, as_float64, numerical_jacobian
-from kit.viz._style import Plot, fmt_number, new_figure, png
+from kit.viz._style import Plot, fmt_number, new_figure
 from kit.viz.widgets import View
 
 
@@ -118,4 +118,4 @@ class GradcheckView(View):
             f"{fmt_number(data['max_abs_diff'])} at {data['worst']}; "
             f"{'passes' if data['passed'] else 'fails'} atol={self.atol}, rtol={self.rtol}</pre>"
         )
-        self.image.value = png(self.result.figure)
+        self.result.show_in(self.image)

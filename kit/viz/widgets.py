@@ -18,7 +18,7 @@ import numpy as np
 import kit
 from kit.engine import AccumulateGrad
 from kit.grad_mode import keep_output_refs
-from kit.viz._style import Plot, fmt_array, fmt_number, host, new_figure, png
+from kit.viz._style import Plot, fmt_array, fmt_number, host, new_figure, png, show_png
 from kit.viz._trace import check_outputs, trace_backward
 from kit.viz._view import View, frame_html
 from kit.viz.drawing import GraphDrawing, draw_graph
@@ -66,12 +66,10 @@ class _TangentPlot:
         self.figure = new_figure(4.6, 3.0, layout=None)
         self.figure.subplots_adjust(left=0.14, right=0.97, bottom=0.15, top=0.92)
         self.ax = self.figure.add_subplot()
-        (self.curve,) = self.ax.plot([], [], color="#2563eb", linewidth=1.8, label="f",
-                                     animated=blit)
-        (self.tangent,) = self.ax.plot([], [], color="#dc2626", linewidth=1.5, label="tangent",
-                                       animated=blit)
+        # No legend box over the curve: the title names the two colours.
+        (self.curve,) = self.ax.plot([], [], color="#2563eb", linewidth=1.8, animated=blit)
+        (self.tangent,) = self.ax.plot([], [], color="#dc2626", linewidth=1.5, animated=blit)
         (self.point,) = self.ax.plot([], [], "o", color="#111827", animated=blit)
-        self.ax.legend(loc="upper left", fontsize=8)
         self.ax.grid(alpha=0.3)
         self.background = None
 
@@ -93,8 +91,8 @@ class _TangentPlot:
             self.ax.set_xlim(xs[0], xs[-1])
             self.ax.set_ylim(lo - pad, hi + pad)
             self.ax.set_xlabel(frame.axis)
-            self.ax.set_title(f"f along {frame.axis}; tangent slope df/d{frame.axis}",
-                              fontsize=10)
+            self.ax.set_title(f"f along {frame.axis} (blue); tangent, slope df/d{frame.axis} "
+                              f"(red)", fontsize=10)
             if self.blit:
                 self.figure.canvas.draw()
                 self.background = self.figure.canvas.copy_from_bbox(self.figure.bbox)
@@ -265,7 +263,7 @@ class Explorer(View):
         values = {name: s.value for name, s in self.sliders.items()}
         self.frame = self.render(values, self.axis.value, self._plot)
         self.readout.value = f"<pre>{html.escape(self.frame.summary())}</pre>"
-        self.plot_view.value = self.frame.png
+        show_png(self.plot_view, self.frame.png)
         self.graph_view.value = self.frame.graph.svg if self.frame.graph is not None else ""
 
 

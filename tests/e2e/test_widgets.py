@@ -15,7 +15,7 @@ from e2e.lesson_page import LESSONS, NOTEBOOKS
 from kit.viz._style import fmt_number
 
 # The lessons whose widgets the tests below drive; every lesson that builds a widget must be here.
-DRIVEN = ["00_start_here.ipynb", "01_autograd_from_scratch.ipynb", "06_gradient_flow.ipynb",
+DRIVEN = ["00_start_here.ipynb", "01_autograd_from_scratch.ipynb", "08_gradient_flow.ipynb",
           "14_data_parallel_training.ipynb"]
 WIDGET_MARKERS = re.compile(r"\bipywidgets\b|\bexplorer\(|\bstep_backward\(")
 HIGHLIGHTED = """output => Array.from(output.querySelectorAll('g.node'))
@@ -163,16 +163,16 @@ def test_step_backward(ran_lesson, name):
     expect(text).to_have_text(steps.render(len(steps.steps) - 2).summary(), use_inner_text=True)
 
 
-# --- 06: depth, initial scale, activation -------------------------------------------------------
+# --- 08: depth, initial scale, activation -------------------------------------------------------
 @pytest.fixture(scope="module")
 def flow_view():
-    """Lesson 06's own `flow_view` (its definitions run here), to draw the expected picture."""
+    """Lesson 08's own `flow_view` (its definitions run here), to draw the expected picture."""
     namespace = {}
     wanted = ("import ipywidgets", "def deep_net(", "def flow_view(")
     with contextlib.redirect_stdout(io.StringIO()):
-        for source in code_cells("06_gradient_flow.ipynb"):
+        for source in code_cells("08_gradient_flow.ipynb"):
             if any(w in source for w in wanted):
-                exec(compile(source, "06_gradient_flow.ipynb", "exec"), namespace)
+                exec(compile(source, "08_gradient_flow.ipynb", "exec"), namespace)
     return namespace["flow_view"]
 
 
@@ -187,19 +187,32 @@ def shown_png(image):
     return base64.b64decode(encoded)
 
 
-@pytest.mark.parametrize("name", ["06_gradient_flow.ipynb"])
+def widget_png(plot):
+    """The PNG bytes an Image widget gets from `plot.show_in`, as the lesson shows it."""
+    import ipywidgets
+
+    image = ipywidgets.Image()
+    plot.show_in(image)
+    return image.value
+
+
+@pytest.mark.parametrize("name", ["08_gradient_flow.ipynb"])
 def test_gradient_flow_controls(ran_lesson, name, flow_view):
     lesson = ran_lesson(name)
     output = lesson.output_of("with_fallback(widgets.VBox([widgets.HBox([depth, scale,")
     depth, scale = (output.locator(".widget-slider").nth(i) for i in range(2))
     picture = output.locator(".widget-image").first
-    assert shown_png(picture) == flow_view(20, 1.0, "sigmoid")._repr_png_()
+    assert shown_png(picture) == widget_png(flow_view(20, 1.0, "sigmoid"))
+    # drawn with twice the pixels it is shown with: sharp on a 2x screen, never stretched
+    natural, shown = picture.evaluate(
+        "img => [img.naturalWidth, img.getBoundingClientRect().width]")
+    assert natural == 2 * shown
 
     def after(action, *expected_args, label):
         before = picture.get_attribute("src")
         action()
         expect(picture).not_to_have_attribute("src", before)
-        assert shown_png(picture) == flow_view(*expected_args)._repr_png_(), expected_args
+        assert shown_png(picture) == widget_png(flow_view(*expected_args)), expected_args
         lesson.screenshot(label, output)
 
     after(lambda: set_readout(depth, 10), 10, 1.0, "sigmoid", label="depth-10")
