@@ -38,6 +38,7 @@ from kit._tensor import (
     uint8,
 )
 from kit.autograd import backward, grad
+from kit.compiler import compile  # noqa: A004 - PyTorch's name (torch.compile)
 from kit.function import Function, FunctionCtx, once_differentiable
 from kit.grad_mode import (
     detect_anomaly,
@@ -57,7 +58,7 @@ synchronize = backend.synchronize
 
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Tensor", "arange", "backend", "backward",
-    "bool_", "detect_anomaly", "empty", "enable_grad", "eye", "float16", "float32", "float64",
+    "bool_", "compile", "detect_anomaly", "empty", "enable_grad", "eye", "float16", "float32", "float64",
     "from_numpy", "full", "func", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8",
     "int16", "int32", "int64", "is_anomaly_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "linspace", "manual_seed", "no_grad",

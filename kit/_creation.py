@@ -3,10 +3,31 @@ and random (`randn`, `rand`, `randint`, seeded by `manual_seed`), with PyTorch's
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from kit import backend
 from kit._tensor import _DEFAULT_FLOAT, SUPPORTED_DTYPES, Tensor, float64, int64
+from kit.grad_mode import STATE
+
+
+def traced(name):
+    """A creation function that kit.compile records when a traced function calls it (made again
+    on every call of the compiled function; random ones draw fresh numbers)."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def create(*args, **kwargs):
+            tracing = STATE.tracing
+            if tracing is not None:
+                return tracing.create(name, fn, args, kwargs)
+            return fn(*args, **kwargs)
+
+        create.__name__ = create.__qualname__ = name
+        return create
+
+    return decorate
 
 
 def _to_array(data, dtype, device):
@@ -47,6 +68,7 @@ def _has_float64(data):
     return False
 
 
+@traced("tensor")
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new leaf Tensor holding a copy of `data`.
 
@@ -59,6 +81,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     return Tensor(_to_array(data, dtype, device), requires_grad=requires_grad)
 
 
+@traced("from_numpy")
 def from_numpy(array):
     """A Tensor sharing memory with a NumPy array (as `torch.from_numpy`)."""
     if not isinstance(array, np.ndarray):
@@ -91,26 +114,30 @@ def _creator(fill):
     return create
 
 
-zeros = _creator(lambda xp, shape, dtype: xp.zeros(shape, dtype))
-ones = _creator(lambda xp, shape, dtype: xp.ones(shape, dtype))
+zeros = traced("zeros")(_creator(lambda xp, shape, dtype: xp.zeros(shape, dtype)))
+ones = traced("ones")(_creator(lambda xp, shape, dtype: xp.ones(shape, dtype)))
 empty = zeros
 
 
+@traced("full")
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
     dtype = np.dtype(dtype or _DEFAULT_FLOAT)
     return Tensor(_xp(device).full(shape, fill_value, dtype), requires_grad)
 
 
+@traced("zeros_like")
 def zeros_like(t, dtype=None, requires_grad=False):
     xp = backend.get_array_module(t._data)
     return Tensor(xp.zeros_like(t._data, dtype=dtype), requires_grad)
 
 
+@traced("ones_like")
 def ones_like(t, dtype=None, requires_grad=False):
     xp = backend.get_array_module(t._data)
     return Tensor(xp.ones_like(t._data, dtype=dtype), requires_grad)
 
 
+@traced("arange")
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Like torch.arange: integers give int64, any float argument gives float32."""
     if end is None:
@@ -121,11 +148,13 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return Tensor(_xp(device).arange(start, end, step).astype(dtype), requires_grad)
 
 
+@traced("linspace")
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     data = _xp(device).linspace(start, end, steps).astype(dtype or _DEFAULT_FLOAT)
     return Tensor(data, requires_grad)
 
 
+@traced("eye")
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return Tensor(_xp(device).eye(n, m, dtype=np.dtype(dtype or _DEFAULT_FLOAT)), requires_grad)
 
@@ -150,10 +179,11 @@ def _random(draw):
     return create
 
 
-randn = _random(lambda rng, shape: rng.standard_normal(shape))
-rand = _random(lambda rng, shape: rng.random(shape))
+randn = traced("randn")(_random(lambda rng, shape: rng.standard_normal(shape)))
+rand = traced("rand")(_random(lambda rng, shape: rng.random(shape)))
 
 
+@traced("randint")
 def randint(low, high=None, size=(), dtype=None, device=None):
     if high is None:
         low, high = 0, low
