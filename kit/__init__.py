@@ -58,7 +58,8 @@ synchronize = backend.synchronize
 
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Tensor", "arange", "backend", "backward",
-    "bool_", "compile", "detect_anomaly", "empty", "enable_grad", "eye", "float16", "float32", "float64",
+    "bool_", "compile", "detect_anomaly", "empty", "enable_grad", "eye", "float16", "float32",
+    "float64",
     "from_numpy", "full", "func", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8",
     "int16", "int32", "int64", "is_anomaly_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "linspace", "manual_seed", "no_grad",

@@ -11,7 +11,7 @@ functions kit runs on arrays build an expression tree when given Exprs instead:
 
 Each Expr carries a one-element `witness` array computed alongside by NumPy itself, so its dtype
 follows NumPy's promotion rules exactly (a float32 times a Python float stays float32). A rule that
-looks at the data (`if mask.any():`) cannot be written per element: it raises `NotFusable`, and
+looks at the data (`if mask.any():`) cannot be written per element: it raises `NotFusableError`, and
 that op is left out of fusion.
 
 >>> import numpy as np
@@ -45,7 +45,7 @@ _NUMPY["where"] = np.where
 _IDS = itertools.count()
 
 
-class NotFusable(Exception):
+class NotFusableError(Exception):
     """The computation cannot be written as one per-element expression (it reads the data,
     reduces, or uses a function the code generators do not know)."""
 
@@ -86,7 +86,7 @@ class Expr:
         values = [a.witness if isinstance(a, Expr) else a for a in args]
         for v in values:
             if not isinstance(v, (np.ndarray, bool, int, float)):
-                raise NotFusable(f"operand of type {type(v).__name__}")
+                raise NotFusableError(f"operand of type {type(v).__name__}")
         with np.errstate(all="ignore"):
             witness = np.asarray(_NUMPY[op](*values) if cast is None else values[0].astype(cast))
         return Expr(op, tuple(args), witness, shape)
@@ -98,16 +98,17 @@ class Expr:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         op = UFUNCS.get(ufunc.__name__)
         if method != "__call__" or op is None or kwargs:
-            raise NotFusable(f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method}")
+            suffix = "" if method == "__call__" else "." + method
+            raise NotFusableError(f"np.{ufunc.__name__}{suffix}")
         return Expr.make(op, inputs)
 
     def __array_function__(self, func, types, args, kwargs):
         if func is np.where and len(args) == 3 and not kwargs:
             return Expr.make("where", args)
-        raise NotFusable(f"np.{func.__name__}")
+        raise NotFusableError(f"np.{func.__name__}")
 
     def __bool__(self):
-        raise NotFusable("Python branches on the data")
+        raise NotFusableError("Python branches on the data")
 
     __hash__ = object.__hash__
 

@@ -15,8 +15,9 @@ import warnings
 
 from kit import _creation
 from kit._tensor import Tensor
+from kit.compiler.codegen import GuardError
 from kit.compiler.guards import captured_ok, signature, tensor_spec
-from kit.compiler.replay import GuardFail, Program
+from kit.compiler.replay import Program
 from kit.compiler.trace import Tracer
 from kit.grad_mode import STATE
 
@@ -42,10 +43,11 @@ class _Eager:
 class CompiledFunction:
     """What `kit.compile(fn)` returns: call it as `fn`; `explain()` shows what was captured."""
 
-    def __init__(self, fn, fullgraph=False, cache_size_limit=None):
+    def __init__(self, fn, fullgraph=False, cache_size_limit=None, fuse=None):
         self.fn = fn
         self.fullgraph = fullgraph
         self.cache_size_limit = cache_size_limit
+        self.fuse = fuse  # None: config.fuse
         self.cache = {}  # signature -> [Program or _Eager]
         self.last = None  # the Program or _Eager used by the last call
         self.warned = False
@@ -78,7 +80,7 @@ class CompiledFunction:
                 continue
             try:
                 result = program.call(tensors + [t for _, t in program.graph.captured])
-            except GuardFail:
+            except GuardError:
                 continue
             self.last = program
             return result
@@ -111,7 +113,7 @@ class CompiledFunction:
             self.last = _Eager(graph)
             self.cache.setdefault(key, []).append(self.last)
             return result  # the trace ran the function eagerly: that is this call's result
-        program = Program(graph, config)
+        program = Program(graph, config, config.fuse if self.fuse is None else self.fuse)
         program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
         self.cache.setdefault(key, []).append(program)
         self.last = program
@@ -144,7 +146,8 @@ class CompiledFunction:
         self.warned = False
 
 
-def compile(fn=None, *, fullgraph=False, dynamic=None, cache_size_limit=None):  # noqa: A001
+def compile(fn=None, *, fullgraph=False, dynamic=None, cache_size_limit=None,  # noqa: A001
+            fuse=None):
     """Trace `fn` into a graph of kit primitives on its first call with given input shapes,
     dtypes, devices and requires_grad flags, and replay that graph afterwards: one flat list of
     array calls forward and a reverse schedule computed once, with elementwise runs fused into
@@ -153,6 +156,7 @@ def compile(fn=None, *, fullgraph=False, dynamic=None, cache_size_limit=None):  
     Python that reads tensor values (`if t > 0:`, `t.item()`) splits the graph and guards on
     the value; printing, `.numpy()`, in-place changes of inputs make `fn` run eagerly.
     `fullgraph=True` raises instead, naming the line. `explain()` shows what was captured.
+    `fuse=False` replays the graph op by op (kit.compiler.config.fuse by default).
 
     >>> import kit
     >>> @kit.compile
@@ -170,10 +174,11 @@ def compile(fn=None, *, fullgraph=False, dynamic=None, cache_size_limit=None):  
             "kit.compile(dynamic=True): kit specialises each graph to its input shapes (a new "
             "shape traces again, up to cache_size_limit). Fix: leave dynamic unset (or False)")
     if fn is None:
-        return lambda f: compile(f, fullgraph=fullgraph, cache_size_limit=cache_size_limit)
+        return lambda f: compile(f, fullgraph=fullgraph, cache_size_limit=cache_size_limit,
+                                 fuse=fuse)
     if not callable(fn):
         raise TypeError(f"kit.compile: expected a function or a module, got {type(fn).__name__}")
-    return CompiledFunction(fn, fullgraph, cache_size_limit)
+    return CompiledFunction(fn, fullgraph, cache_size_limit, fuse)
 
 
 def _flatten(tree):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kit.compiler.expr import TRANSCENDENTAL, Expr, NotFusable, topological
+from kit.compiler.expr import TRANSCENDENTAL, Expr, NotFusableError, topological
 from kit.compiler.graph import OUT, Ref, RuleNode, substitute
 
 MIN_STEPS = 2
@@ -74,7 +74,7 @@ def groups(graph, used_later):
             group = Group(len(found), list(run), slots)
             try:
                 _build(group, graph, lambda slot: used_later(slot, last))
-            except NotFusable:
+            except NotFusableError:
                 group = None
             if group is not None:
                 for step in group.steps:
@@ -136,7 +136,7 @@ def _build(group, graph, used_later):
         args = [operand(a) for a in substitute(step.args, value)]
         out = step.expr(np, *args)
         if not isinstance(out, Expr) or out.dtype != slots[step.outs[0]].dtype:
-            raise NotFusable(f"{step.name} does not give its traced dtype symbolically")
+            raise NotFusableError(f"{step.name} does not give its traced dtype symbolically")
         values[step.outs[0]] = out
     produced = [s.outs[0] for s in group.steps]
     group.outputs = [s for s in produced if used_later(s)]
@@ -165,7 +165,7 @@ def _differentiate(group, values, produced, slots):
             if gi is None or target is None:
                 continue
             if not isinstance(gi, Expr):
-                raise NotFusable(f"the gradient rule of {step.name} gives a constant")
+                raise NotFusableError(f"the gradient rule of {step.name} gives a constant")
             have = grads.get(target)
             grads[target] = gi if have is None else have + gi
     wanted = [(r.slot, grads[r.slot]) for r in group.inputs if isinstance(r, Ref) and

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kit._tensor import Tensor
+from kit.compiler.guards import REASONS
 from kit.engine import NO_EDGE, backward_name
 
 
@@ -90,18 +91,25 @@ class Step:
 class Break:
     """Where and why the trace could not stay one graph."""
 
-    what: str  # "bool", "item", "print", "inplace", ...
-    reason: str
+    what: str  # a key of kit.compiler.guards.REASONS: "bool", "item", "print", "inplace"...
     where: tuple
     split: bool  # True: split with a guard; False: the function runs eagerly
 
-    def message(self):
+    @property
+    def reason(self):
+        return REASONS[self.what][0]
+
+    def message(self, fullgraph=False):
+        """The explanation, as torch.compile words a graph break: what, where, what to do."""
         file, line, function, text = self.where
-        how = ("kit.compile splits the graph here and guards on the value (another value "
-               "traces again)" if self.split else
-               "kit.compile runs this function eagerly (this cannot be replayed from a graph)")
-        return (f"graph break ({self.what}): {self.reason}\n  at {file}:{line} in {function}\n"
-                f"    {text}\n  {how}; fullgraph=True refuses to split.")
+        found = (f"graph break ({self.what}): {self.reason}\n  at {file}:{line} in {function}\n"
+                 f"    {text}\n")
+        if not fullgraph:
+            found += ("  kit.compile splits the graph here and guards on the value (another value "
+                      "traces again)\n" if self.split else
+                      "  kit.compile runs this function eagerly (it cannot be replayed from a "
+                      "graph)\n")
+        return found + f"  Fix: {REASONS[self.what][1]}"
 
 
 @dataclass

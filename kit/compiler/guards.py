@@ -20,26 +20,40 @@ from kit.grad_mode import STATE
 
 _KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-REASONS = {
-    "bool": "Python branches on a tensor's value (bool(tensor), `if tensor > 0:`, `and`/`or`)",
-    "item": "a tensor's value goes to Python (tensor.item(), float(tensor), int(tensor))",
-    "tolist": "a tensor's values go to Python (tensor.tolist())",
-    "index": "a tensor is used as a Python integer (an index, range(tensor))",
-    "print": "a tensor is printed or formatted (print, repr, str, f-string)",
-    "numpy": "a tensor's data leaves kit (tensor.numpy(), np.asarray(tensor))",
-    "numpy_function": "a NumPy function is called on a tensor (np.floor(tensor)): kit cannot see "
-                      "inside it",
-    "inplace": "an in-place change of a tensor the function did not create (an input, a "
-               "captured tensor, a view, or a value saved for backward)",
-    "backward": "backward()/grad() runs inside the function",
-    "hook": "a gradient hook is registered inside the function",
-    "random": "random numbers are drawn outside kit's random functions (kit.rand/randn/randint)",
-    "leaf": "a new leaf that requires grad is made inside the function",
-    "transform": "a kit.func transform (vmap, grad, ...) runs inside the function",
-    "untraced": "an operation kit.compile cannot see made a tensor from traced values",
-    "output": "the function returns something that is not a tensor, a number or a "
-              "structure of them",
-    "seed": "kit.manual_seed is called inside the function",
+REASONS = {  # what -> (why the graph breaks there, how to avoid it)
+    "bool": ("Python branches on a tensor's value (bool(tensor), `if tensor > 0:`, and/or)",
+             "make the code branchless: kit.where(cond, a, b), kit.clamp, kit.maximum"),
+    "item": ("a tensor's value goes to Python (tensor.item(), float(tensor), int(tensor))",
+             "keep it a tensor: x * s instead of x * s.item()"),
+    "tolist": ("a tensor's values go to Python (tensor.tolist())",
+               "keep them in tensors; call tolist() on the result, outside"),
+    "index": ("a tensor is used as a Python integer (an index, range(tensor))",
+              "index with the tensor itself (x[idx]) or pass the integer in"),
+    "print": ("a tensor is printed or formatted (print, repr, str, f-string)",
+              "return the value and print it outside the compiled function"),
+    "numpy": ("a tensor's data leaves kit (tensor.numpy(), np.asarray(tensor))",
+              "use kit operations; convert the result, outside"),
+    "numpy_function": ("a NumPy function is called on a tensor (np.floor(tensor)): kit cannot "
+                       "see inside it", "use the kit operation (kit.exp(x), x.abs())"),
+    "inplace": ("an in-place change of a tensor the function did not make itself (an input, "
+                "a captured tensor, a view, or a value saved for backward)",
+                "use the out-of-place op (x = x + 1), or clone first (x = x.clone())"),
+    "backward": ("backward()/grad() runs inside the function",
+                 "compile the forward (the loss) and call backward() outside"),
+    "hook": ("a gradient hook is registered inside the function",
+             "register hooks outside the compiled function"),
+    "random": ("random numbers are drawn outside kit's random functions (kit.rand, kit.randn, "
+               "kit.randint): a replay would repeat them", "draw them with kit.rand/randn"),
+    "leaf": ("a new leaf that requires grad is made inside the function",
+             "make it outside and pass it in"),
+    "transform": ("a kit.func transform (vmap, grad, ...) runs inside the function",
+                  "apply the transform outside the compiled function"),
+    "untraced": ("an operation kit.compile cannot see made a tensor from traced values",
+                 "use kit operations"),
+    "output": ("the function returns or makes something that is not a tensor, a number or a "
+               "structure of them", "return tensors, numbers, or tuples/lists/dicts of them"),
+    "seed": ("kit.manual_seed is called inside the function",
+             "seed before calling the compiled function"),
 }
 
 

@@ -328,7 +328,8 @@ def _numpy_kernel(group, roots, which):
         body += [f"        {c}" for c in calls]
     else:
         body += [f"    {c}" for c in calls]
-    body += ["    POOL.append(buffers)", f"    return {''.join(f'o{k}, ' for k in range(len(roots)))}"]
+    body += ["    POOL.append(buffers)",
+             f"    return {''.join(f'o{k}, ' for k in range(len(roots)))}"]
     source = "\n".join(body) + "\n"
     namespace = {"np": np, "POOL": [], "DTYPES": [e.dtype for _, e in temps], "SHAPE": shape,
                  "BUF": (BLOCK,) if blocked else shape, "SIZE": size, "BLOCK": BLOCK,

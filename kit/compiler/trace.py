@@ -24,7 +24,7 @@ from kit import _creation, _views, backend
 from kit._modes import Mode
 from kit._tensor import Tensor, bump_version
 from kit.compiler.graph import OUT, Break, Graph, Ref, Slot, Step, _walk, substitute
-from kit.compiler.guards import REASONS, CompileError, user_line
+from kit.compiler.guards import CompileError, user_line
 from kit.engine import Node, SavedOutput
 from kit.func._batched import BatchedTensor
 from kit.func._vmap import tree_flatten
@@ -149,7 +149,7 @@ class Tracer:
             return
         self._refuse(what, where)
         value = GUARDED[what](t._data)
-        self.graph.breaks.append(Break(what, REASONS[what], where, True))
+        self.graph.breaks.append(Break(what, where, True))
         self.graph.steps.append(Step("guard", what, GUARDED[what], (Ref(self._slot_of(t)),), {},
                                      (), where, guard=value))
 
@@ -179,15 +179,14 @@ class Tracer:
         """A break that cannot be a guard: the function will run eagerly."""
         self._refuse(what, where)
         if not any(b.what == what and b.where == where for b in self.graph.breaks):
-            self.graph.breaks.append(Break(what, REASONS[what], where, False))
+            self.graph.breaks.append(Break(what, where, False))
 
     def _refuse(self, what, where):
         if self.fullgraph:
             raise CompileError(
-                f"kit.compile(fullgraph=True) of {self.graph.name}: "
-                f"{Break(what, REASONS[what], where, False).message()}\n  Fix: keep the value "
-                f"in tensors (kit.where instead of `if`, return it instead of printing it), or "
-                f"compile without fullgraph=True")
+                f"kit.compile(fullgraph=True) of {self.graph.name} refuses a "
+                f"{Break(what, where, what in GUARDED).message(fullgraph=True)} (or compile "
+                f"without fullgraph=True)")
 
     # --- recording ---------------------------------------------------------------------------
     def _record(self, kind, name, fn, args, kwargs, out):
@@ -211,8 +210,10 @@ class Tracer:
         self.graph.steps.append(step)
 
     def _differentiate(self, step, outs):
-        """Fill in the gradient rule from the node the op recorded, or make the step an island
-        when the node keeps something only this run had (an index computed inside the op)."""
+        """Fill in the gradient rule from the node the op recorded (an op built on another, as
+        transpose on permute, records that one's node: its rule serves), or make the step an
+        island when the node keeps something only this run had (an index computed inside the
+        op) or sends gradients to nodes made inside the op."""
         nodes = [(i, t._grad_fn) for i, t in enumerate(outs) if t._grad_fn is not None]
         if not nodes:
             return
@@ -220,7 +221,7 @@ class Tracer:
         grads_to = tuple(self.by_edge.get(e) if e else None for e in node.next_functions)
         saved = tuple(self._saved_ref(v, step) for v in node.saved)
         if (len(nodes) > 1 or node.kind != "builtin" or type(node).apply is not Node.apply
-                or node.rule is None or node.op != step.name or
+                or node.rule is None or
                 any(e and s is None for e, s in zip(node.next_functions, grads_to, strict=True))
                 or any(v is _UNKNOWN for v in saved) or self._reads_trace(node.params)):
             step.kind = "island"

@@ -73,6 +73,7 @@ from kit.torch._functions import (
     argsort,
     as_tensor,
     cat,
+    compile,
     concat,
     equal,
     is_tensor,
@@ -107,7 +108,8 @@ def __getattr__(name):
 
 __all__ = [
     "add", "allclose", "arange", "argmax", "argmin", "argsort", "as_tensor", "autograd", "bool",
-    "cat", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad", "equal", "eye",
+    "cat", "compile", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad",
+    "equal", "eye",
     "inference_mode", "is_inference_mode_enabled",
     "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int", "int16",
     "int32", "int64", "int8", "is_grad_enabled", "is_tensor", "isclose", "linspace", "logsumexp",
