@@ -167,6 +167,8 @@ class _Random:
 
 def manual_seed(seed: int):
     """Seed kit's random functions (randn, rand, randint) for reproducible lessons."""
+    if STATE.tracing is not None:  # inside kit.compile's trace: the function runs eagerly
+        STATE.tracing.observe(None, "seed")
     _Random.generator = np.random.default_rng(seed)
     return _Random.generator
 

@@ -87,6 +87,8 @@ class Writer:
                 kept = _kept(group)
                 targets = [f"v{s}" for s in group.outputs] + [
                     name for name, slot in zip(kept, group.saved_from, strict=True) if slot is None]
+                if group.reduce_step is not None:  # the kernel sums too: it makes the sum's value
+                    targets = [f"v{group.reduce_step.outs[0]}"]
                 lines.append(f"    {''.join(t + ', ' for t in targets)}_ = "
                              f"*{kernel}({', '.join(ins)}), None")
                 if group.backward:
@@ -116,13 +118,13 @@ class Writer:
                 grad = step.differentiable and self.graph.slots[step.outs[0]].requires_grad
                 lines.append(f"    with GRAD():\n        _o = {fn}({call})" if grad
                              else f"    _o = {fn}({call})")
-                self._unpack(lines, outs)
+                self._unpack(lines, outs, step.sequence)
                 if step.differentiable:
                     lines.append(f"    n{i} = (_i, _o)")
                     keep(f"n{i}")
             else:  # op without an array form, create, random: through Tensors
                 lines.append(f"    _o = {fn}({self.call_args(step, lambda s: f'T(v{s})')})")
-                self._unpack(lines, outs)
+                self._unpack(lines, outs, step.sequence)
                 for s in step.outs:
                     lines.append(f"    if v{s}.shape != {graph.slots[s].shape!r}: raise FAIL({i})")
                 if step.kind == "random":
@@ -139,8 +141,8 @@ class Writer:
         return self._compile("forward", lines), slots
 
     @staticmethod
-    def _unpack(lines, outs):
-        if len(outs) == 1:
+    def _unpack(lines, outs, sequence):
+        if not sequence:
             lines.append(f"    {outs[0]} = _o._data")
         else:
             lines.extend(f"    {name} = _o[{k}]._data" for k, name in enumerate(outs))
@@ -168,7 +170,7 @@ class Writer:
         done_groups = set()
         for i in range(len(graph.steps) - 1, -1, -1):
             step = graph.steps[i]
-            if step.group is not None:
+            if step.group is not None and step is not self.groups[step.group].reduce_step:
                 if step.group not in done_groups:
                     done_groups.add(step.group)
                     self._group_backward(lines, self.groups[step.group])

@@ -8,10 +8,14 @@ on arrays. A rule that reads the data to decide what to do cannot be fused: its 
 
 What a kernel reads and writes (one element each, per element of the output):
 - forward: the group's inputs (values made before it, or captured) -> the values used after it,
-  and the transcendental values (exp, tanh, ...) its backward reads (recomputing those would cost
-  more than keeping them); cheaper intermediates are recomputed in the backward, never stored;
+  and, on the CPU, the transcendental values (exp, tanh, ...) its backward reads (a CPU computes
+  them slowly, so keeping them is cheaper); everything else is recomputed in the backward, never
+  stored. A GPU's kernels are limited by memory traffic, not arithmetic: there nothing is kept;
 - backward: the group's inputs, those kept values and the gradient of each output -> the
   gradient of each input that wants one (broadcasting is undone after the kernel).
+
+On a GPU, a group whose one output only feeds a sum right after it becomes one reduction kernel
+(CuPy's ReductionKernel): the summed values are never written to memory.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from kit.compiler.expr import TRANSCENDENTAL, Expr, NotFusableError, topological
 from kit.compiler.graph import OUT, Ref, RuleNode, substitute
 
 MIN_STEPS = 2
+MAX_STEPS = 48  # a longer run is cut: kernel source (and numba's compile time) stay small
+MAX_ARGS = 48  # arrays a kernel reads and writes (NumPy's ufuncs take at most 64)
 
 
 class Group:
@@ -43,12 +49,19 @@ class Group:
         self.backward = []  # Expr per backward output
         self.fwd_kernel = self.bwd_kernel = None  # made by kit/compiler/kernels.py
         self.backend = None
+        self.reduce_step = None  # a sum the forward kernel does too (GPU): see `reductions`
+        self.reduce_axes = None
+
+    @property
+    def members(self):
+        """The steps the group's kernels do: its elementwise run, and a sum they end with."""
+        return self.steps + ([self.reduce_step] if self.reduce_step is not None else [])
 
     def describe(self):
         from kit.compiler.kernels import traffic
 
         return {
-            "index": self.index, "ops": [s.name for s in self.steps], "shape": self.shape,
+            "index": self.index, "ops": [s.name for s in self.members], "shape": self.shape,
             "inputs": [r.slot if isinstance(r, Ref) else "constant" for r in self.inputs],
             "outputs": list(self.outputs), "saved": len(self.saved),
             "grad_inputs": list(self.grad_inputs), "backend": self.backend,
@@ -70,21 +83,30 @@ def groups(graph, used_later):
     slots = graph.slots
 
     def close(last):
-        if len(run) >= MIN_STEPS:
-            group = Group(len(found), list(run), slots)
+        pending = [(list(run), last)]
+        while pending:
+            steps, end = pending.pop()
+            if len(steps) < MIN_STEPS:
+                continue
+            group = Group(len(found), steps, slots)
             try:
-                _build(group, graph, lambda slot: used_later(slot, last))
+                _build(group, graph, lambda slot, end=end: used_later(slot, end))
             except NotFusableError:
-                group = None
-            if group is not None:
-                for step in group.steps:
-                    step.group = group.index
-                found.append(group)
+                continue
+            if _arguments(group) > MAX_ARGS:  # too many arrays for one kernel: halves
+                half = len(steps) // 2
+                pending += [(steps[half:], end), (steps[:half], end - len(steps) + half)]
+                continue
+            for step in group.steps:
+                step.group = group.index
+            found.append(group)
         run.clear()
 
     for position, step in enumerate(graph.steps):
         here = (slots[step.outs[0]].shape, slots[step.outs[0]].device) if step.outs else None
         if run and here != (slots[run[0].outs[0]].shape, slots[run[0].outs[0]].device):
+            close(position - 1)
+        if len(run) == MAX_STEPS:
             close(position - 1)
         if fusable(step) and _rule_fusable(step, slots):
             run.append(step)
@@ -92,6 +114,14 @@ def groups(graph, used_later):
             close(position - 1)
     close(len(graph.steps) - 1)
     return found
+
+
+def _arguments(group):
+    """The most arrays one of the group's kernels reads and writes."""
+    forward = len(group.inputs) + len(group.forward)
+    backward = len(group.inputs) + len(group.saved) + len(group.grad_outputs) + \
+        len(group.backward)
+    return max(forward, backward)
 
 
 def _rule_fusable(step, slots):
@@ -172,7 +202,8 @@ def _differentiate(group, values, produced, slots):
               r.slot in grads and r.slot not in produced and slots[r.slot].requires_grad]
     roots = [g.astype(values[slot].dtype) for slot, g in wanted]
     forward_ids = {e.id for e in topological([values[s] for s in produced])}
-    keep = [e for e in topological(roots) if e.id in forward_ids and e.op in TRANSCENDENTAL]
+    keep = [e for e in topological(roots) if e.id in forward_ids and e.op in TRANSCENDENTAL
+            and group.device == "cpu"]
     written = {values[s].id: s for s in group.outputs}
     group.saved = keep
     # a kept value the forward writes anyway (an output) is read from there, not written twice
@@ -195,3 +226,25 @@ def _replace(roots, renamed):
         same = all(a is b for a, b in zip(args, e.args, strict=True))
         done[e.id] = e if same else Expr.make(e.op, args, cast=e.dtype if e.op == "cast" else None)
     return [done.get(r.id, r) for r in roots]
+
+
+def reductions(graph, groups, used_later):
+    """Mark each GPU group whose one output feeds only a `sum` right after the group: that sum
+    is done by the group's forward kernel (a reduction kernel)."""
+    position = {id(step): i for i, step in enumerate(graph.steps)}
+    for group in groups:
+        after = position[id(group.steps[-1])] + 1
+        if group.device != "gpu" or len(group.outputs) != 1 or group.saved or \
+                after >= len(graph.steps):
+            continue
+        step, (out,) = graph.steps[after], group.outputs
+        args = step.args
+        if step.kind != "op" or step.name != "sum" or not isinstance(args[0], Ref) or \
+                args[0].slot != out or used_later(out, after):
+            continue
+        ndim = len(group.shape)
+        axis = args[1] if len(args) > 1 else None
+        axes = tuple(range(ndim)) if axis is None else tuple(
+            a % ndim for a in ((axis,) if isinstance(axis, int) else axis))
+        group.reduce_step, group.reduce_axes = step, axes
+        step.group = group.index

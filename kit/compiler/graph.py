@@ -75,6 +75,7 @@ class Step:
     out_index: int = 0  # which output the rule differentiates
     guard: object = None  # a guard's expected value
     group: int | None = None  # the fused group it belongs to
+    sequence: bool = False  # the call returns a tuple or list (of the outputs)
 
     @property
     def differentiable(self):
@@ -168,9 +169,10 @@ class Graph:
         return {
             "ops": len(ops), "breaks": len(self.breaks),
             "graphs": 1 + sum(1 for s in self.steps if s.kind == "guard"),
-            "fused_groups": len(self.groups), "fused_ops": sum(len(g.steps) for g in self.groups),
+            "fused_groups": len(self.groups),
+            "fused_ops": sum(len(g.members) for g in self.groups),
             "islands": sum(1 for s in ops if s.kind == "island"),
-            "kernels": len(ops) - sum(len(g.steps) - 1 for g in self.groups),
+            "kernels": len(ops) - sum(len(g.members) - 1 for g in self.groups),
         }
 
 

@@ -38,7 +38,13 @@ def build(group, config):
     else:
         maker, name = _numpy_kernel, "numpy"
     try:
-        group.fwd_kernel = maker(group, group.forward, "forward")
+        if group.reduce_step is not None:
+            try:
+                group.fwd_kernel = _cuda_reduction(group)
+            except (NotImplementedError, RuntimeError):  # no reduction kernel: a plain sum
+                group.reduce_step.group = group.reduce_step = None
+        if group.reduce_step is None:
+            group.fwd_kernel = maker(group, group.forward, "forward")
         group.bwd_kernel = maker(group, group.backward, "backward") if group.backward else None
     except (ImportError, NotImplementedError, RuntimeError):
         return None  # no numba / no CUDA compiler (the fake CuPy of the tests): not fused
@@ -265,6 +271,28 @@ def _cuda_kernel(group, roots, which):
         compiled = _CACHE[key] = cupy.ElementwiseKernel(in_params, out_params, operation, name)
     source = f"// {which}\n// in: {in_params}\n// out: {out_params}\n{operation}\n"
     return _Kernel(compiled, source, len(roots))
+
+
+def _cuda_reduction(group):
+    """The forward and the sum after it as one ReductionKernel: the group's expression is a
+    device function that the reduction maps over the elements."""
+    in_params, out_params, operation, dtypes = cuda_source(group, group.forward)
+    ctype = _C_TYPES[group.forward[0].dtype.str[1:]]
+    names = [f"i{k}" for k in range(len(dtypes))]
+    args = ", ".join(f"{_C_TYPES[d.str[1:]]} {n}" for d, n in zip(dtypes, names, strict=True))
+    preamble = f"__device__ {ctype} kit_fused_map({args}) {{\n" + \
+        operation.replace("o0 = ", "return ") + "\n}"
+    keepdims = bool(group.reduce_step.args[2]) if len(group.reduce_step.args) > 2 else False
+    key = ("cuda-reduction", in_params, out_params, preamble)
+    compiled = _CACHE.get(key)
+    if compiled is None:
+        cupy = backend.require_gpu("a fused kit.compile kernel")
+        compiled = _CACHE[key] = cupy.ReductionKernel(
+            in_params, out_params, f"kit_fused_map({', '.join(names)})", "a + b", "o0 = a", "0",
+            f"kit_fused_sum_{abs(hash(key)) % 10**12}", reduce_type=ctype, preamble=preamble)
+    axes = group.reduce_axes
+    source = f"// forward and sum over axes {axes}\n{preamble}\n"
+    return _Kernel(lambda *arrays: compiled(*arrays, axis=axes, keepdims=keepdims), source, 1)
 
 
 # --- NumPy with out= buffers ----------------------------------------------------------------

@@ -20,6 +20,7 @@ from kit._tensor import Tensor, version_counter
 from kit.compiler import kernels
 from kit.compiler.codegen import Writer, output_slots
 from kit.compiler.fusion import groups as find_groups
+from kit.compiler.fusion import reductions
 from kit.compiler.graph import Ref, interpret
 from kit.engine import FREED, NO_EDGE, Node, _freed_message, run_backward
 from kit.grad_mode import STATE, enable_grad, no_grad
@@ -33,13 +34,16 @@ class Program:
         self.grad = any(s.differentiable for s in graph.steps)
         self.groups = []
         if fuse:
-            for group in find_groups(graph, _reader_positions(graph)):
+            used_later = _reader_positions(graph)
+            found = find_groups(graph, used_later)
+            reductions(graph, found, used_later)
+            for group in found:
                 if kernels.build(group, config) is None:
-                    for step in group.steps:
+                    for step in group.members:
                         step.group = None
                 else:
                     group.index = len(self.groups)
-                    for step in group.steps:
+                    for step in group.members:
                         step.group = group.index
                     self.groups.append(group)
         graph.groups = self.groups

@@ -15,6 +15,7 @@ a guard (the graph splits there) or a break that makes the function run eagerly.
 
 from __future__ import annotations
 
+import linecache
 import sys
 import threading
 
@@ -80,6 +81,7 @@ class Tracer:
         self.level = 0
         self.drawing = False  # a traced random op is drawing: the watched generators allow it
         self.thread = threading.get_ident()
+        self.definition = user_line()  # the traced function's `def` line, when it has one
 
     # --- the run ----------------------------------------------------------------------------
     def run(self, fn, args, kwargs, leaves):
@@ -87,6 +89,11 @@ class Tracer:
         for t in leaves:
             if id(t) not in self.by_id:
                 self.graph.inputs.append(self._register(t, "input"))
+        code = getattr(fn, "__code__", None) or getattr(getattr(fn, "forward", None),
+                                                        "__code__", None)
+        if code is not None:
+            self.definition = (code.co_filename, code.co_firstlineno, code.co_name,
+                               linecache.getline(code.co_filename, code.co_firstlineno).strip())
         with _Watched(self), TraceMode(self):
             return fn(*args, **kwargs)
 
@@ -100,7 +107,7 @@ class Tracer:
             elif leaf is None or isinstance(leaf, (bool, int, float, str)):
                 graph.outputs.append(leaf)
             else:
-                self.unsplittable("output", user_line())
+                self.unsplittable("output", self.definition)
                 graph.outputs.append(leaf)
         graph.rebuild = rebuild
         graph.prune()
@@ -199,15 +206,21 @@ class Tracer:
         template = self._template(args)
         kw_template = self._template(kwargs)
         slots = tuple(self._register(t, "value") for t in outs)
-        step = Step(kind, name, fn, template, kw_template, slots, user_line())
+        step = Step(kind, name, fn, template, kw_template, slots, user_line(),
+                    sequence=isinstance(out, (tuple, list)))
         if kind == "island":
-            step.need = tuple(isinstance(r, Ref) and self.graph.slots[r.slot].requires_grad
-                              for r in _walk((template, kw_template)))
-            self.saved_slots.update(s for s in step.refs())
+            self._island(step)
         elif kind == "op":
             self._differentiate(step, outs)
             self._expression(step, out)
         self.graph.steps.append(step)
+
+    def _island(self, step):
+        """A call replayed through the engine: which of its tensor arguments want a gradient."""
+        step.kind = "island"
+        step.need = tuple(self.graph.slots[r.slot].requires_grad
+                          for r in _walk((step.args, step.kwargs)) if isinstance(r, Ref))
+        self.saved_slots.update(step.refs())
 
     def _differentiate(self, step, outs):
         """Fill in the gradient rule from the node the op recorded (an op built on another, as
@@ -224,10 +237,7 @@ class Tracer:
                 or node.rule is None or
                 any(e and s is None for e, s in zip(node.next_functions, grads_to, strict=True))
                 or any(v is _UNKNOWN for v in saved) or self._reads_trace(node.params)):
-            step.kind = "island"
-            step.need = tuple(isinstance(r, Ref) and self.graph.slots[r.slot].requires_grad
-                              for r in _walk((step.args, step.kwargs)))
-            self.saved_slots.update(step.refs())
+            self._island(step)
             return
         step.rule, step.params, step.out_index = node.rule, node.params, index
         step.need = tuple(bool(e) for e in node.next_functions)
@@ -373,8 +383,8 @@ class _Watched:
             current = _get(owner, key)
             if isinstance(current, _Generator):
                 _set(owner, key, rng)
-            else:  # reseeded inside the function: keep the user's new generator
-                self.tracer.unsplittable("seed", user_line())
+            elif not any(b.what == "seed" for b in self.tracer.graph.breaks):
+                self.tracer.unsplittable("seed", self.tracer.definition)  # reseeded inside
         return False
 
 
