@@ -119,7 +119,8 @@ _C_TYPES = {"float": "float32", "double": "float64", "bool": "bool_", "long long
             "int": "int32"}
 _C_CALLS = {"fabs": "absolute", "pow": "power", **{f: f for f in (
     "exp", "log", "log1p", "expm1", "sqrt", "tanh", "sin", "cos", "isnan")}}
-_TOKEN = re.compile(r"\s*(long long|\d+\.\d*(?:e[-+]?\d+)?|\d+|[A-Za-z_]\w*|\|\||&&|==|!=|<=|>=|\S)")
+_TOKEN = re.compile(
+    r"\s*(long long|\d+\.\d*(?:e[-+]?\d+)?|\d+|[A-Za-z_]\w*|\|\||&&|==|!=|<=|>=|\S)")
 
 
 class _CExpression:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kit
-import kit.nn.functional as F
+import kit.nn.functional as F  # noqa: N812 - PyTorch's spelling
 from kit.compiler import config
 from kit.engine import AccumulateGrad
 

@@ -77,15 +77,16 @@ def test_random_programs_compiled_equal_eager(chunk):
         for seed in range(chunk * 40, chunk * 40 + 40):
             program = make_program(np.random.default_rng(seed), nan=seed % 2 == 1)
             eager = run(kit.torch, program, order=2)
-            compiled = kit.compile
-            traced = run(kit.torch, program, transform=lambda f: _twice(compiled(f)), order=2)
+            traced = run(kit.torch, program, transform=_twice, order=2)
             if not same(traced, eager):
                 differences.append((seed, program, traced, eager))
     assert not differences, f"{len(differences)} programs differ, e.g. {differences[0]}"
 
 
-def _twice(compiled):
-    """The compiled function called once to trace, then its replay's result."""
+def _twice(fn):
+    """fn compiled, called once to trace, then its replay's result."""
+    compiled = kit.compile(fn)
+
     def call(*leaves):
         compiled(*leaves)
         return compiled(*leaves)
