@@ -63,7 +63,8 @@ class Group:
         return {
             "index": self.index, "ops": [s.name for s in self.members], "shape": self.shape,
             "inputs": [r.slot if isinstance(r, Ref) else "constant" for r in self.inputs],
-            "outputs": list(self.outputs), "saved": len(self.saved),
+            "outputs": list(self.outputs),
+            "kept": sum(1 for slot in self.saved_from if slot is None),
             "grad_inputs": list(self.grad_inputs), "backend": self.backend,
             "bytes_per_element": traffic(self),
             "source": getattr(self.fwd_kernel, "source", None),
@@ -202,8 +203,7 @@ def _differentiate(group, values, produced, slots):
               r.slot in grads and r.slot not in produced and slots[r.slot].requires_grad]
     roots = [g.astype(values[slot].dtype) for slot, g in wanted]
     forward_ids = {e.id for e in topological([values[s] for s in produced])}
-    keep = [e for e in topological(roots) if e.id in forward_ids and e.op in TRANSCENDENTAL
-            and group.device == "cpu"]
+    keep = _kept(roots, forward_ids) if group.device == "cpu" else []
     written = {values[s].id: s for s in group.outputs}
     group.saved = keep
     # a kept value the forward writes anyway (an output) is read from there, not written twice
@@ -214,6 +214,21 @@ def _differentiate(group, values, produced, slots):
     group.grad_outputs = list(grad_of_output)
     group.grad_inputs = [slot for slot, _ in wanted]
     group.backward = _replace(roots, renamed)
+
+
+def _kept(roots, forward_ids):
+    """The transcendental forward values the backward reads (not those only under another)."""
+    kept, seen, stack = [], set(), list(reversed(roots))
+    while stack:
+        e = stack.pop()
+        if not isinstance(e, Expr) or e.id in seen:
+            continue
+        seen.add(e.id)
+        if e.id in forward_ids and e.op in TRANSCENDENTAL:
+            kept.append(e)
+            continue
+        stack.extend(reversed(e.args))
+    return kept
 
 
 def _replace(roots, renamed):

@@ -24,6 +24,7 @@ import numpy as np
 from kit import _creation, _views, backend
 from kit._modes import Mode
 from kit._tensor import Tensor, bump_version
+from kit.compiler.functions import elementwise_form
 from kit.compiler.graph import OUT, Break, Graph, Ref, Slot, Step, _walk, substitute
 from kit.compiler.guards import CompileError, user_line
 from kit.engine import Node, SavedOutput
@@ -125,13 +126,26 @@ class Tracer:
         return out
 
     def function(self, cls, args, kwargs):
-        """Function.apply in the traced function: an opaque node (an island)."""
+        """Function.apply in the traced function: an opaque node (an island), or, for one that
+        declares `elementwise = True`, an op with an expression form (kit/compiler/functions.py)."""
         if STATE.transforms != self.level:
             self.unsplittable("transform", user_line())
             return self.outer["function"](cls, args, kwargs)
+        form = None
         with Paused(self):
             out = cls.apply(*args, **kwargs)
+            if getattr(cls, "elementwise", False):
+                form = elementwise_form(cls, args, kwargs, out, lambda n: Tracer(n, True))
         self._record("island", cls.__name__, cls.apply, args, kwargs, out)
+        if form is not None and self.graph.steps and self.graph.steps[-1].fn == cls.apply:
+            inputs, expr, rule = form
+            step = self.graph.steps[-1]
+            step.kind, step.args, step.kwargs, step.expr = "op", self._template(inputs), {}, expr
+            if out._rg:
+                step.rule, step.saved = rule, step.args
+                step.grads_to = tuple(r.slot if isinstance(r, Ref) else None for r in step.args)
+                step.need = tuple(s is not None and self.graph.slots[s].requires_grad
+                                  for s in step.grads_to)
         return out
 
     def create(self, name, fn, args, kwargs):
