@@ -21,6 +21,7 @@ import kit
 from kit.compiler import config, kernels
 from kit.compiler.expr import Expr, NotFusableError
 
+
 def _numba():
     return pytest.importorskip("numba", reason="numba is not installed (pip install 'kit[jit]')")
 
