@@ -22,7 +22,7 @@ import threading
 import numpy as np
 
 from kit import _creation, _views, backend
-from kit._modes import Mode
+from kit._modes import _THREAD, Mode, _Switches, leave
 from kit._tensor import Tensor, bump_version
 from kit.compiler.functions import elementwise_form
 from kit.compiler.graph import OUT, Break, Graph, Ref, Slot, Step, _walk, substitute
@@ -40,7 +40,23 @@ GUARDED = {  # what Python read -> how to read it from the array
 }
 
 
-class TraceMode(Mode):
+class _Hooks(Mode):
+    """A mode that points this thread's primitive hooks elsewhere. Leaving it puts kit.func's
+    shared hooks back as they were: shared, not a copy owned by this thread (so that setting
+    them for every thread, kit._modes.install, still reaches it)."""
+
+    __slots__ = ()
+
+    def __exit__(self, *exc):
+        leave(self)
+        own = vars(_THREAD)
+        for name in ("dispatch", "function"):
+            if name in own and own[name] is getattr(_Switches, name):
+                del own[name]
+        return False
+
+
+class TraceMode(_Hooks):
     """Primitives, Function.apply and the tensor hooks report to `tracer` in the block."""
 
     __slots__ = ("tracer",)
@@ -57,7 +73,7 @@ class TraceMode(Mode):
                 "dispatch": tracer.dispatch, "function": tracer.function, "tracing": tracer}
 
 
-class Paused(Mode):
+class Paused(_Hooks):
     """The block runs as it would without the trace (a primitive's own body, a Function)."""
 
     __slots__ = ("tracer",)
