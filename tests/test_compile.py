@@ -272,3 +272,13 @@ def test_dynamic_true_is_refused_with_the_reason():
         kit.compile(lambda x: x, dynamic=True)
     with pytest.raises(TypeError, match="expected a function or a module"):
         kit.compile(3)
+
+
+@pytest.mark.parametrize("module", ["kit.compiler.expr", "kit.compiler.function",
+                                    "kit.compiler.functions", "kit.torch._functions"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0 and result.attempted > 0

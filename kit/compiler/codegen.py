@@ -221,7 +221,8 @@ class Writer:
         kernel = self.constant(group.bwd_kernel)
         ins = [f"v{r.slot}" if isinstance(r, Ref) else self.constant(r) for r in group.inputs]
         ins += _kept(group)
-        zero = [self.constant(np.zeros((), self.graph.slots[s].dtype)) for s in group.grad_outputs]
+        zero = [self.constant(np.zeros(group.shape, self.graph.slots[s].dtype)
+                              if group.device == "cpu" else 0.0) for s in group.grad_outputs]
         ins += [f"(g{s} if g{s} is not None else {z})" for s, z in zip(group.grad_outputs, zero,
                                                                        strict=True)]
         lines.append(f"    if {' or '.join(f'g{s} is not None' for s in group.grad_outputs)}:")

@@ -44,12 +44,29 @@ def build(group, config):
             except (NotImplementedError, RuntimeError):  # no reduction kernel: a plain sum
                 group.reduce_step.group = group.reduce_step = None
         if group.reduce_step is None:
-            group.fwd_kernel = maker(group, group.forward, "forward")
-        group.bwd_kernel = maker(group, group.backward, "backward") if group.backward else None
+            group.fwd_kernel = _distinct(maker, group, group.forward, "forward")
+        group.bwd_kernel = _distinct(maker, group, group.backward, "backward") \
+            if group.backward else None
     except (ImportError, NotImplementedError, RuntimeError):
         return None  # no numba / no CUDA compiler (the fake CuPy of the tests): not fused
     group.backend = name
     return name
+
+
+def _distinct(maker, group, roots, which):
+    """A kernel for `roots` that computes each distinct expression once (x + b gives x and b the
+    same gradient: one array, returned for both)."""
+    unique = list({e.id: e for e in roots}.values())
+    kernel = maker(group, unique, which)
+    if len(unique) == len(roots):
+        return kernel
+    where = [next(k for k, u in enumerate(unique) if u is e) for e in roots]
+
+    def run(*arrays):
+        values = kernel(*arrays)
+        return tuple(values[k] for k in where)
+
+    return _Kernel(run, kernel.source, None)
 
 
 def _transcendental(group):
@@ -65,8 +82,11 @@ def traffic(group):
         return sum(e.dtype.itemsize for e in _inputs(roots) if e.value >= len(group.inputs) or
                    math.prod(group.input_shapes[e.value]) == full)
 
-    return {"forward": read(group.forward) + sum(e.dtype.itemsize for e in group.forward),
-            "backward": read(group.backward) + sum(e.dtype.itemsize for e in group.backward)}
+    def written(roots):
+        return sum(e.dtype.itemsize for e in {e.id: e for e in roots}.values())
+
+    return {"forward": read(group.forward) + written(group.forward),
+            "backward": read(group.backward) + written(group.backward)}
 
 
 def _inputs(roots):
@@ -110,7 +130,6 @@ def _numba():
     return numba
 
 
-_NUMBA_TYPES = {"f4": "float32", "f8": "float64", "b1": "boolean", "i8": "int64", "i4": "int32"}
 _PY_CALLS = {"exp": "math.exp", "log": "math.log", "log1p": "math.log1p", "expm1": "math.expm1",
              "sqrt": "math.sqrt", "tanh": "math.tanh", "sin": "math.sin", "cos": "math.cos",
              "isnan": "math.isnan", "abs": "abs"}
@@ -158,28 +177,50 @@ class _Python:
 
 
 def _numba_kernel(group, roots, which):
+    """One loop nest over the output's elements (numba compiles it to vectorised machine code;
+    a gufunc's per-element calls measured 5x slower). Each input is indexed with its own
+    broadcasting: a bias of shape (256,) in a (64, 256) group is read as x1[0, a1]."""
     numba = _numba()
     if numba is None:
         raise ImportError("numba")
     n_in = _arity(group, roots)
-    dtypes = _input_dtypes(group, roots, n_in)
+    shape = group.shape or (1,)
+    padded = [_padded(group.input_shapes[k] if k < len(group.inputs) else group.shape, shape)
+              for k in range(n_in)]
     lines, results = _assignments(roots, _Python)
-    params = [f"i{k}" for k in range(n_in)] + [f"o{k}" for k in range(len(roots))]
-    body = [f"    {name} = {text}" for name, _, text in lines]
-    body += [f"    o{k}[0] = {name}" for k, name in enumerate(results)]
+    depth = "    " * (len(shape) + 1)
+    loops = [f"{'    ' * (d + 1)}for a{d} in range(o0.shape[{d}]):" for d in range(len(shape))]
+    reads = [f"{depth}i{k} = x{k}[{_index(padded[k], shape)}]"
+             for k in sorted({e.value for e in _inputs(roots)})]
+    body = loops + reads + [f"{depth}{name} = {text}" for name, _, text in lines]
+    body += [f"{depth}o{k}[{_index(shape, shape)}] = {name}" for k, name in enumerate(results)]
+    params = [f"x{k}" for k in range(n_in)] + [f"o{k}" for k in range(len(roots))]
     source = f"def kernel({', '.join(params)}):\n" + "\n".join(body) + "\n"
-    signature = "void(" + ", ".join(
-        [_NUMBA_TYPES[d.str[1:]] for d in dtypes] +
-        [_NUMBA_TYPES[r.dtype.str[1:]] + "[:]" for r in roots]) + ")"
-    layout = ",".join(["()"] * n_in) + "->" + ",".join(["()"] * len(roots))
-    key = ("numba", source, signature)
-    compiled = _CACHE.get(key)
+    compiled = _CACHE.get(("numba", source))
     if compiled is None:
         namespace = {"np": np, "math": math}
         exec(compile(source, f"<kit.compile {which} kernel>", "exec"), namespace)
-        compiled = _CACHE[key] = numba.guvectorize([signature], layout, nopython=True)(
-            namespace["kernel"])
-    return _Kernel(compiled, source, len(roots))
+        compiled = _CACHE["numba", source] = numba.njit(namespace["kernel"])
+    dtypes = [r.dtype for r in roots]
+
+    def run(*arrays):
+        outs = [np.empty(shape, d) for d in dtypes]
+        compiled(*[a if a.shape == p else a.reshape(p)
+                   for a, p in zip(arrays, padded, strict=True)], *outs)
+        return outs if shape is group.shape else [o.reshape(()) for o in outs]
+
+    return _Kernel(run, source, None)
+
+
+def _padded(input_shape, shape):
+    """`input_shape` with leading 1s up to the group's number of dimensions."""
+    return (1,) * (len(shape) - len(input_shape)) + tuple(input_shape)
+
+
+def _index(input_shape, shape):
+    """The loop indices an input of `input_shape` is read at (0 where it is broadcast)."""
+    return ", ".join(f"a{d}" if n == shape[d] and n != 1 else "0"
+                     for d, n in enumerate(input_shape))
 
 
 def _input_dtypes(group, roots, n_in):
@@ -317,7 +358,7 @@ class _Ufuncs:
     @staticmethod
     def call(e, a, out):
         if e.op == "where":
-            return f"np.copyto({out}, {a[2]}); np.copyto({out}, {a[1]}, where={a[0]})"
+            return f"SELECT({out}, {a[0]}, {a[1]}, {a[2]})"
         if e.op == "cast":
             return f"np.copyto({out}, {a[0]}, casting='unsafe')"
         return f"{_UFUNCS[e.op]}({', '.join(a)}, out={out})"
@@ -359,12 +400,30 @@ def _numpy_kernel(group, roots, which):
     body += ["    POOL.append(buffers)",
              f"    return {''.join(f'o{k}, ' for k in range(len(roots)))}"]
     source = "\n".join(body) + "\n"
-    namespace = {"np": np, "POOL": [], "DTYPES": [e.dtype for _, e in temps], "SHAPE": shape,
+    namespace = {"np": np, "SELECT": _select, "POOL": [], "DTYPES": [e.dtype for _, e in temps],
+                 "SHAPE": shape,
                  "BUF": (BLOCK,) if blocked else shape, "SIZE": size, "BLOCK": BLOCK,
                  "FLAT": lambda a: _flat(a, shape)}
     namespace.update({f"DT{k}": r.dtype for k, r in enumerate(roots)})
     exec(compile(source, f"<kit.compile {which} kernel>", "exec"), namespace)
     return _Kernel(namespace["kernel"], source, None)
+
+
+def _select(out, cond, a, b):
+    """np.where(cond, a, b) written into `out`. NOTE: with a 0 on one side (relu and its
+    gradient) it masks the bits, as kit's eager where does (kit/ops/elementwise.py): a masked
+    copy or np.where with an irregular mask is several times slower."""
+    zero_b = type(b) in (int, float) and b == 0
+    if (zero_b or (type(a) in (int, float) and a == 0)) and out.dtype.kind == "f":
+        kept = a if zero_b else b
+        if isinstance(kept, np.ndarray) and kept.shape == out.shape and kept.dtype == out.dtype:
+            mask = out.view(f"i{out.dtype.itemsize}")
+            np.copyto(mask, cond if zero_b else ~cond)
+            np.negative(mask, out=mask)
+            np.bitwise_and(kept.view(mask.dtype), mask, out=mask)
+            return
+    np.copyto(out, b)
+    np.copyto(out, a, where=cond)
 
 
 def _name_of(lines, expr):
