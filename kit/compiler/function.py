@@ -68,8 +68,12 @@ class CompiledFunction:
             # inside kit.func transforms, or inside another compiled function's trace (which
             # then records these ops itself): plain Python
             return self.fn(*args, **kwargs)
-        leaves, structure = _flatten((args, kwargs))
-        tensors = [v for v in leaves if isinstance(v, Tensor)]
+        if not kwargs and all(type(a) is Tensor for a in args):
+            leaves = tensors = list(args)  # the common call: tensors only, by position
+            structure = len(args)
+        else:
+            leaves, structure = _flatten((args, kwargs))
+            tensors = [v for v in leaves if isinstance(v, Tensor)]
         key = signature(leaves, structure, _module_modes(self.fn))
         entry = self.cache.get(key)
         for program in entry or ():

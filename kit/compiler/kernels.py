@@ -66,7 +66,7 @@ def _distinct(maker, group, roots, which):
         values = kernel(*arrays)
         return tuple(values[k] for k in where)
 
-    return _Kernel(run, kernel.source, None)
+    return _Kernel(run, kernel.source, None)  # (kernel itself silences what it must)
 
 
 def _transcendental(group):
@@ -231,15 +231,20 @@ def _input_dtypes(group, roots, n_in):
 
 class _Kernel:
     """A compiled kernel: call it with the input arrays, get the output arrays (a tuple).
-    `n_out` is None for a function that returns a tuple itself."""
+    `n_out` is None for a function that returns a tuple itself; `quiet` runs it with NumPy's
+    floating-point warnings off (only NumPy's ufuncs raise them)."""
 
-    def __init__(self, fn, source, n_out):
+    def __init__(self, fn, source, n_out, quiet=False):
         self.fn = fn
         self.source = source
         self.n_out = n_out
+        self.quiet = quiet
 
     def __call__(self, *arrays):
-        with np.errstate(all="ignore"):
+        if self.quiet:
+            with np.errstate(all="ignore"):
+                out = self.fn(*arrays)
+        else:
             out = self.fn(*arrays)
         return (out,) if self.n_out == 1 else out
 
@@ -311,7 +316,7 @@ def _cuda_kernel(group, roots, which):
         name = f"kit_fused_{abs(hash(key)) % 10**12}"
         compiled = _CACHE[key] = cupy.ElementwiseKernel(in_params, out_params, operation, name)
     source = f"// {which}\n// in: {in_params}\n// out: {out_params}\n{operation}\n"
-    return _Kernel(compiled, source, len(roots))
+    return _Kernel(compiled, source, len(roots), quiet=True)  # the fake CuPy: NumPy inside
 
 
 def _cuda_reduction(group):
@@ -333,7 +338,8 @@ def _cuda_reduction(group):
             f"kit_fused_sum_{abs(hash(key)) % 10**12}", reduce_type=ctype, preamble=preamble)
     axes = group.reduce_axes
     source = f"// forward and sum over axes {axes}\n{preamble}\n"
-    return _Kernel(lambda *arrays: compiled(*arrays, axis=axes, keepdims=keepdims), source, 1)
+    return _Kernel(lambda *arrays: compiled(*arrays, axis=axes, keepdims=keepdims), source, 1,
+                   quiet=True)
 
 
 # --- NumPy with out= buffers ----------------------------------------------------------------
@@ -406,7 +412,7 @@ def _numpy_kernel(group, roots, which):
                  "FLAT": lambda a: _flat(a, shape)}
     namespace.update({f"DT{k}": r.dtype for k, r in enumerate(roots)})
     exec(compile(source, f"<kit.compile {which} kernel>", "exec"), namespace)
-    return _Kernel(namespace["kernel"], source, None)
+    return _Kernel(namespace["kernel"], source, None, quiet=True)
 
 
 def _select(out, cond, a, b):
