@@ -29,7 +29,7 @@ def _numba():
 @pytest.fixture(autouse=True)
 def _own_kernel_cache(monkeypatch):
     """Each test compiles its kernels (a fake CuPy's must not serve a later test)."""
-    monkeypatch.setattr(kernels, "_CACHE", {})
+    monkeypatch.setattr(kernels, "CACHE", {})
 
 
 def _chain(x, w, c):
@@ -167,7 +167,7 @@ def test_kernels_are_shared_by_equal_groups():
     fns = [kit.compile(lambda x: (x * 3 + 1).tanh()) for _ in range(2)]
     for fn in fns:
         fn(kit.ones(3, requires_grad=True))
-    assert len(kernels._CACHE) == 2  # one forward and one backward kernel for both
+    assert len(kernels.CACHE) == 2  # one forward and one backward kernel for both
 
 
 @pytest.mark.parametrize("n", [5, (3, 4)])

@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import warnings
 
-from kit import _creation
 from kit._tensor import Tensor
+from kit.compiler import rng
 from kit.compiler.codegen import GuardError
 from kit.compiler.guards import captured_ok, signature, tensor_spec
 from kit.compiler.replay import Program
@@ -110,7 +110,7 @@ class CompiledFunction:
 
     def _trace(self, key, args, kwargs, tensors):
         tracer = Tracer(self.__name__, self.fullgraph)
-        states = _random_states()
+        states = rng.states()
         result = tracer.run(self.fn, args, kwargs, tensors)
         graph = tracer.finish(result)
         if graph.eager:
@@ -121,7 +121,7 @@ class CompiledFunction:
         program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
         self.cache.setdefault(key, []).append(program)
         self.last = program
-        _set_random_states(states)  # the replay draws what the eager call would have drawn
+        rng.restore(states)  # the replay draws what the eager call would have drawn
         return program.call(tensors + [t for _, t in graph.captured])
 
     # --- what was captured ---------------------------------------------------------------------
@@ -206,22 +206,3 @@ def _module_modes(fn):
     if modules is None or not callable(modules):
         return None
     return tuple(getattr(m, "training", None) for m in modules())
-
-
-def _random_states():
-    import sys
-
-    states = [_creation._Random.generator.bit_generator.state]
-    mx_random = sys.modules.get("kit.mx.random")
-    if mx_random is not None:
-        states.append(mx_random._GENERATOR[0].bit_generator.state)
-    return states
-
-
-def _set_random_states(states):
-    import sys
-
-    _creation._Random.generator.bit_generator.state = states[0]
-    mx_random = sys.modules.get("kit.mx.random")
-    if mx_random is not None and len(states) > 1:
-        mx_random._GENERATOR[0].bit_generator.state = states[1]

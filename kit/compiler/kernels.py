@@ -19,19 +19,20 @@ import math
 
 import numpy as np
 
-from kit import backend
 from kit.compiler.expr import TRANSCENDENTAL, Expr, topological
 
 BLOCK = 16_384  # elements per block of the NumPy kernel (intermediates stay in cache)
 LARGE = 65_536  # from here on, "auto" prefers NumPy's SIMD math for transcendental groups
-_CACHE = {}
+CACHE = {}
 
 
 def build(group, config):
     """Make the group's kernels for its device; the backend's name, or None if none can."""
     choice = config.cpu_kernel
     if group.device == "gpu":
-        maker, name = _cuda_kernel, "cuda"
+        from kit.compiler.cuda import cuda_kernel as maker
+
+        name = "cuda"
     elif choice == "numba" or (choice == "auto" and _numba() is not None and not (
             math.prod(group.shape) >= LARGE and _transcendental(group))):
         maker, name = _numba_kernel, "numba"
@@ -39,8 +40,10 @@ def build(group, config):
         maker, name = _numpy_kernel, "numpy"
     try:
         if group.reduce_step is not None:
+            from kit.compiler.cuda import cuda_reduction
+
             try:
-                group.fwd_kernel = _cuda_reduction(group)
+                group.fwd_kernel = cuda_reduction(group)
             except (NotImplementedError, RuntimeError):  # no reduction kernel: a plain sum
                 group.reduce_step.group = group.reduce_step = None
         if group.reduce_step is None:
@@ -66,7 +69,7 @@ def _distinct(maker, group, roots, which):
         values = kernel(*arrays)
         return tuple(values[k] for k in where)
 
-    return _Kernel(run, kernel.source, None)  # (kernel itself silences what it must)
+    return Kernel(run, kernel.source, None)  # (kernel itself silences what it must)
 
 
 def _transcendental(group):
@@ -94,7 +97,7 @@ def _inputs(roots):
                   key=lambda e: e.value)
 
 
-def _arity(group, roots):
+def arity(group, roots):
     return max([e.value for e in _inputs(roots)] + [len(group.inputs) - 1]) + 1
 
 
@@ -113,7 +116,7 @@ def _program(roots, printer):
     return lines
 
 
-def _assignments(roots, printer):
+def assignments(roots, printer):
     """(statements, name of each root) for the printers that assign one value per line."""
     lines = _program(roots, printer)
     names = {e.id: name for name, e, _ in lines}
@@ -133,7 +136,7 @@ def _numba():
 _PY_CALLS = {"exp": "math.exp", "log": "math.log", "log1p": "math.log1p", "expm1": "math.expm1",
              "sqrt": "math.sqrt", "tanh": "math.tanh", "sin": "math.sin", "cos": "math.cos",
              "isnan": "math.isnan", "abs": "abs"}
-_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "lt": "<", "le": "<=",
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "lt": "<", "le": "<=",
           "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|", "xor": "^"}
 
 
@@ -153,8 +156,8 @@ class _Python:
     @staticmethod
     def op(e, a):
         op = e.op
-        if op in _INFIX:
-            text = f"({a[0]} {_INFIX[op]} {a[1]})"
+        if op in INFIX:
+            text = f"({a[0]} {INFIX[op]} {a[1]})"
         elif op in _PY_CALLS:
             text = f"{_PY_CALLS[op]}({a[0]})"
         elif op == "neg":
@@ -183,11 +186,11 @@ def _numba_kernel(group, roots, which):
     numba = _numba()
     if numba is None:
         raise ImportError("numba")
-    n_in = _arity(group, roots)
+    n_in = arity(group, roots)
     shape = group.shape or (1,)
     padded = [_padded(group.input_shapes[k] if k < len(group.inputs) else group.shape, shape)
               for k in range(n_in)]
-    lines, results = _assignments(roots, _Python)
+    lines, results = assignments(roots, _Python)
     depth = "    " * (len(shape) + 1)
     loops = [f"{'    ' * (d + 1)}for a{d} in range(o0.shape[{d}]):" for d in range(len(shape))]
     reads = [f"{depth}i{k} = x{k}[{_index(padded[k], shape)}]"
@@ -196,11 +199,11 @@ def _numba_kernel(group, roots, which):
     body += [f"{depth}o{k}[{_index(shape, shape)}] = {name}" for k, name in enumerate(results)]
     params = [f"x{k}" for k in range(n_in)] + [f"o{k}" for k in range(len(roots))]
     source = f"def kernel({', '.join(params)}):\n" + "\n".join(body) + "\n"
-    compiled = _CACHE.get(("numba", source))
+    compiled = CACHE.get(("numba", source))
     if compiled is None:
         namespace = {"np": np, "math": math}
         exec(compile(source, f"<kit.compile {which} kernel>", "exec"), namespace)
-        compiled = _CACHE["numba", source] = numba.njit(namespace["kernel"])
+        compiled = CACHE["numba", source] = numba.njit(namespace["kernel"])
     dtypes = [r.dtype for r in roots]
 
     def run(*arrays):
@@ -209,7 +212,7 @@ def _numba_kernel(group, roots, which):
                    for a, p in zip(arrays, padded, strict=True)], *outs)
         return outs if shape is group.shape else [o.reshape(()) for o in outs]
 
-    return _Kernel(run, source, None)
+    return Kernel(run, source, None)
 
 
 def _padded(input_shape, shape):
@@ -223,13 +226,13 @@ def _index(input_shape, shape):
                      for d, n in enumerate(input_shape))
 
 
-def _input_dtypes(group, roots, n_in):
+def input_dtypes(group, roots, n_in):
     found = {e.value: e.dtype for e in _inputs(roots)}
     forward = {e.value: e.dtype for e in _inputs(group.forward)}
     return [found.get(k, forward.get(k, np.dtype("float64"))) for k in range(n_in)]
 
 
-class _Kernel:
+class Kernel:
     """A compiled kernel: call it with the input arrays, get the output arrays (a tuple).
     `n_out` is None for a function that returns a tuple itself; `quiet` runs it with NumPy's
     floating-point warnings off (only NumPy's ufuncs raise them)."""
@@ -247,99 +250,6 @@ class _Kernel:
         else:
             out = self.fn(*arrays)
         return (out,) if self.n_out == 1 else out
-
-
-# --- CUDA (CuPy) ---------------------------------------------------------------------------
-_C_TYPES = {"f4": "float", "f8": "double", "b1": "bool", "i8": "long long", "i4": "int"}
-_C_CALLS = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
-            "tanh": "tanh", "sin": "sin", "cos": "cos", "isnan": "isnan", "abs": "fabs",
-            "pow": "pow"}
-_C_INFIX = {**_INFIX, "and": "&&", "or": "||", "xor": "!="}
-
-
-class _C:
-    """Prints an expression node as CUDA C."""
-
-    @staticmethod
-    def literal(value, node):
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        text = repr(float(value)) if math.isfinite(value) else (
-            "(0.0 / 0.0)" if value != value else ("(1.0 / 0.0)" if value > 0 else "(-1.0 / 0.0)"))
-        dtype = node.dtype if node.dtype.kind in "fiu" else next(
-            (a.dtype for a in node.args if isinstance(a, Expr) and a.dtype.kind != "b"), None)
-        return f"(({_C_TYPES[dtype.str[1:]]}){text})" if dtype is not None else text
-
-    @staticmethod
-    def op(e, a):
-        op = e.op
-        if op == "pow" or op in _C_CALLS:
-            text = f"{_C_CALLS[op]}({', '.join(a)})"
-        elif op in _C_INFIX:
-            text = f"({a[0]} {_C_INFIX[op]} {a[1]})"
-        elif op == "neg":
-            text = f"(-{a[0]})"
-        elif op == "not":
-            text = f"(!{a[0]})"
-        elif op == "where":
-            text = f"({a[0]} ? {a[1]} : {a[2]})"
-        elif op in ("max", "min"):
-            cmp = ">" if op == "max" else "<"
-            text = f"(({a[0]} {cmp} {a[1]} || {a[0]} != {a[0]}) ? {a[0]} : {a[1]})"
-        elif op == "sign":
-            text = f"({a[0]} > 0 ? 1 : ({a[0]} < 0 ? -1 : ({a[0]} != {a[0]} ? {a[0]} : 0)))"
-        elif op == "cast":
-            text = f"({a[0]} != 0)" if e.dtype.kind == "b" else a[0]
-        else:
-            raise NotImplementedError(op)
-        return text if e.dtype.kind == "b" else f"(({_C_TYPES[e.dtype.str[1:]]}){text})"
-
-
-def cuda_source(group, roots):
-    """(in_params, out_params, operation) of the ElementwiseKernel for `roots`."""
-    n_in = _arity(group, roots)
-    dtypes = _input_dtypes(group, roots, n_in)
-    lines, results = _assignments(roots, _C)
-    in_params = ", ".join(f"{d.name} i{k}" for k, d in enumerate(dtypes))
-    out_params = ", ".join(f"{r.dtype.name} o{k}" for k, r in enumerate(roots))
-    body = [f"{_C_TYPES[e.dtype.str[1:]]} {name} = {text};" for name, e, text in lines]
-    body += [f"o{k} = {name};" for k, name in enumerate(results)]
-    return in_params, out_params, "\n".join(body), dtypes
-
-
-def _cuda_kernel(group, roots, which):
-    in_params, out_params, operation, dtypes = cuda_source(group, roots)
-    key = ("cuda", in_params, out_params, operation)
-    compiled = _CACHE.get(key)
-    if compiled is None:
-        cupy = backend.require_gpu("a fused kit.compile kernel")
-        name = f"kit_fused_{abs(hash(key)) % 10**12}"
-        compiled = _CACHE[key] = cupy.ElementwiseKernel(in_params, out_params, operation, name)
-    source = f"// {which}\n// in: {in_params}\n// out: {out_params}\n{operation}\n"
-    return _Kernel(compiled, source, len(roots), quiet=True)  # the fake CuPy: NumPy inside
-
-
-def _cuda_reduction(group):
-    """The forward and the sum after it as one ReductionKernel: the group's expression is a
-    device function that the reduction maps over the elements."""
-    in_params, out_params, operation, dtypes = cuda_source(group, group.forward)
-    ctype = _C_TYPES[group.forward[0].dtype.str[1:]]
-    names = [f"i{k}" for k in range(len(dtypes))]
-    args = ", ".join(f"{_C_TYPES[d.str[1:]]} {n}" for d, n in zip(dtypes, names, strict=True))
-    preamble = f"__device__ {ctype} kit_fused_map({args}) {{\n" + \
-        operation.replace("o0 = ", "return ") + "\n}"
-    keepdims = bool(group.reduce_step.args[2]) if len(group.reduce_step.args) > 2 else False
-    key = ("cuda-reduction", in_params, out_params, preamble)
-    compiled = _CACHE.get(key)
-    if compiled is None:
-        cupy = backend.require_gpu("a fused kit.compile kernel")
-        compiled = _CACHE[key] = cupy.ReductionKernel(
-            in_params, out_params, f"kit_fused_map({', '.join(names)})", "a + b", "o0 = a", "0",
-            f"kit_fused_sum_{abs(hash(key)) % 10**12}", reduce_type=ctype, preamble=preamble)
-    axes = group.reduce_axes
-    source = f"// forward and sum over axes {axes}\n{preamble}\n"
-    return _Kernel(lambda *arrays: compiled(*arrays, axis=axes, keepdims=keepdims), source, 1,
-                   quiet=True)
 
 
 # --- NumPy with out= buffers ----------------------------------------------------------------
@@ -371,7 +281,7 @@ class _Ufuncs:
 
 
 def _numpy_kernel(group, roots, which):
-    n_in = _arity(group, roots)
+    n_in = arity(group, roots)
     lines = _program(roots, _Ufuncs)
     outputs = {}
     for k, r in enumerate(roots):
@@ -412,7 +322,7 @@ def _numpy_kernel(group, roots, which):
                  "FLAT": lambda a: _flat(a, shape)}
     namespace.update({f"DT{k}": r.dtype for k, r in enumerate(roots)})
     exec(compile(source, f"<kit.compile {which} kernel>", "exec"), namespace)
-    return _Kernel(namespace["kernel"], source, None, quiet=True)
+    return Kernel(namespace["kernel"], source, None, quiet=True)
 
 
 def _select(out, cond, a, b):

@@ -16,17 +16,17 @@ a guard (the graph splits there) or a break that makes the function run eagerly.
 from __future__ import annotations
 
 import linecache
-import sys
 import threading
 
 import numpy as np
 
-from kit import _creation, _views, backend
+from kit import _views, backend
 from kit._modes import _THREAD, Mode, _Switches, leave
 from kit._tensor import Tensor, bump_version
 from kit.compiler.functions import elementwise_form
 from kit.compiler.graph import OUT, Break, Graph, Ref, Slot, Step, _walk, substitute
 from kit.compiler.guards import CompileError, user_line
+from kit.compiler.rng import Watched
 from kit.engine import Node, SavedOutput
 from kit.func._batched import BatchedTensor
 from kit.func._vmap import tree_flatten
@@ -111,7 +111,7 @@ class Tracer:
         if code is not None:
             self.definition = (code.co_filename, code.co_firstlineno, code.co_name,
                                linecache.getline(code.co_filename, code.co_firstlineno).strip())
-        with _Watched(self), TraceMode(self):
+        with Watched(self), TraceMode(self):
             return fn(*args, **kwargs)
 
     def finish(self, result):
@@ -387,59 +387,3 @@ _UNKNOWN = object()  # a saved value that is no slot and no constant of the call
 
 def _batched(args):
     return any(isinstance(a, BatchedTensor) for a in _walk(args))
-
-
-class _Watched:
-    """While a trace runs, draws from kit's random generators outside kit's traced random
-    functions are breaks (replaying the graph would repeat the traced numbers)."""
-
-    def __init__(self, tracer):
-        self.tracer = tracer
-        self.places = [(_creation._Random, "generator")]
-        mx_random = sys.modules.get("kit.mx.random")
-        if mx_random is not None:
-            self.places.append((mx_random._GENERATOR, 0))
-
-    def __enter__(self):
-        self.saved = []
-        for owner, key in self.places:
-            rng = _get(owner, key)
-            self.saved.append(rng)
-            _set(owner, key, _Generator(rng, self.tracer))
-        return self
-
-    def __exit__(self, *exc):
-        for (owner, key), rng in zip(self.places, self.saved, strict=True):
-            current = _get(owner, key)
-            if isinstance(current, _Generator):
-                _set(owner, key, rng)
-            elif not any(b.what == "seed" for b in self.tracer.graph.breaks):
-                self.tracer.unsplittable("seed", self.tracer.definition)  # reseeded inside
-        return False
-
-
-def _get(owner, key):
-    return owner[key] if isinstance(owner, list) else getattr(owner, key)
-
-
-def _set(owner, key, value):
-    if isinstance(owner, list):
-        owner[key] = value
-    else:
-        setattr(owner, key, value)
-
-
-class _Generator:
-    """A random generator that tells the tracer about draws it did not expect."""
-
-    def __init__(self, rng, tracer):
-        self._rng = rng
-        self._tracer = tracer
-
-    def __getattr__(self, name):
-        attr = getattr(self._rng, name)
-        tracer = self._tracer
-        if callable(attr) and not tracer.drawing and threading.get_ident() == tracer.thread \
-                and STATE.tracing is tracer:
-            tracer.unsplittable("random", user_line())
-        return attr
