@@ -35,9 +35,10 @@ def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword
     """input @ weight.T + bias, with weight of shape (out_features, in_features).
 
     One fused node (kit/ops/nn.py says why); under kit.func.vmap, which has batching rules for
-    the core primitives only, it is spelt with them.
+    the core primitives only, it is spelt with them. (kit.compile's trace raises `depth` by one
+    too, and records the fused node.)
     """
-    if VMAP.depth:
+    if VMAP.depth > (VMAP.tracing is not None):
         out = input @ weight.mT
         return out if bias is None else out + bias
     return fused_linear(input, weight, bias)
