@@ -277,7 +277,7 @@ class HybridBlock(Block):
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix, params)
         self._active = False
-        self._graph = None
+        self._graph = self._graph_params = None
 
     def hybridize(self, active=True, static_alloc=False, static_shape=False, **kwargs):
         """From the next call, run this block as one compiled graph (kit.compile): its forward,
@@ -288,11 +288,13 @@ class HybridBlock(Block):
         their input shapes."""
         self._active = active
         self._graph = compile_graph(self._traced_forward) if active else None
+        # NOTE: collected once (collect_params builds a ParameterDict: ~50 us a call)
+        self._graph_params = list(self.collect_params().values()) if active else None
         super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape, **kwargs)
 
     def _run_forward(self, *args):
         if self._graph is not None:
-            params = [p._var for p in self.collect_params().values()]
+            params = [p._var for p in self._graph_params]
             if all(v is not None for v in params):  # else: first call, deferred init, eagerly
                 inputs = [a._t if isinstance(a, NDArray) else a for a in args]
                 return _as_ndarrays(self._graph(inputs, [v._t for v in params]))
