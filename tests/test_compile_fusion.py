@@ -212,3 +212,17 @@ def test_real_gpu_fused_kernels_equal_the_cpu():
     for a, b in zip(gpu, cpu, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, equal_nan=True)
     assert info["groups"][0]["backend"] == "cuda"
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_division_by_zero_and_log_of_zero_give_inf_as_numpy(kernel, monkeypatch):
+    if kernel == "numba":
+        _numba()
+    monkeypatch.setattr(config, "cpu_kernel", kernel)
+    x = kit.tensor([0.0, -1.0, 2.0], requires_grad=True)
+    fn = kit.compile(lambda x: (1 / (x * 2) + x).log())
+    got = fn(x).detach().numpy()
+    with np.errstate(all="ignore"):
+        want = np.log(1 / (x.detach().numpy() * 2) + x.detach().numpy())
+    np.testing.assert_array_equal(got, want)  # inf, nan, a number
+    assert fn.explain()["groups"][0]["backend"] == kernel

@@ -182,7 +182,8 @@ class _Python:
 def _numba_kernel(group, roots, which):
     """One loop nest over the output's elements (numba compiles it to vectorised machine code;
     a gufunc's per-element calls measured 5x slower). Each input is indexed with its own
-    broadcasting: a bias of shape (256,) in a (64, 256) group is read as x1[0, a1]."""
+    broadcasting: a bias of shape (256,) in a (64, 256) group is read as x1[0, a1]. NumPy's
+    error model: 1 / 0 is inf, as in NumPy (Python's would raise)."""
     numba = _numba()
     if numba is None:
         raise ImportError("numba")
@@ -203,7 +204,7 @@ def _numba_kernel(group, roots, which):
     if compiled is None:
         namespace = {"np": np, "math": math}
         exec(compile(source, f"<kit.compile {which} kernel>", "exec"), namespace)
-        compiled = CACHE["numba", source] = numba.njit(namespace["kernel"])
+        compiled = CACHE["numba", source] = numba.njit(error_model="numpy")(namespace["kernel"])
     dtypes = [r.dtype for r in roots]
 
     def run(*arrays):
