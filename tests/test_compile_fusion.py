@@ -221,7 +221,11 @@ def test_division_by_zero_and_log_of_zero_give_inf_as_numpy(kernel, monkeypatch)
     monkeypatch.setattr(config, "cpu_kernel", kernel)
     x = kit.tensor([0.0, -1.0, 2.0], requires_grad=True)
     fn = kit.compile(lambda x: (1 / (x * 2) + x).log())
-    got = fn(x).detach().numpy()
+    with np.errstate(all="ignore"):  # the trace runs eagerly, and NumPy warns (as kit does)
+        fn(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the replay's fused kernel does not
+        got = fn(x).detach().numpy()
     with np.errstate(all="ignore"):
         want = np.log(1 / (x.detach().numpy() * 2) + x.detach().numpy())
     np.testing.assert_array_equal(got, want)  # inf, nan, a number
