@@ -228,5 +228,5 @@ def test_division_by_zero_and_log_of_zero_give_inf_as_numpy(kernel, monkeypatch)
         got = fn(x).detach().numpy()
     with np.errstate(all="ignore"):
         want = np.log(1 / (x.detach().numpy() * 2) + x.detach().numpy())
-    np.testing.assert_array_equal(got, want)  # inf, nan, a number
+    np.testing.assert_allclose(got, want, rtol=1e-6)  # inf, nan, a number (libm: to 1 ulp)
     assert fn.explain()["groups"][0]["backend"] == kernel
