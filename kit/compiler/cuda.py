@@ -59,6 +59,11 @@ class _C:
         return text if e.dtype.kind == "b" else f"(({_C_TYPES[e.dtype.str[1:]]}){text})"
 
 
+def _tiny(cupy, group, dtypes):
+    """One-element inputs of the group's rank: a first call that makes CuPy compile."""
+    return [cupy.zeros((1,) * len(group.shape), d) for d in dtypes]
+
+
 def _name(prefix, key):
     """A kernel name fixed by its source (CuPy's on-disk cache then serves later processes)."""
     return f"{prefix}_{hashlib.sha1(repr(key).encode()).hexdigest()[:12]}"
@@ -82,8 +87,9 @@ def cuda_kernel(group, roots, which):
     compiled = kernels.CACHE.get(key)
     if compiled is None:
         cupy = backend.require_gpu("a fused kit.compile kernel")
-        compiled = kernels.CACHE[key] = cupy.ElementwiseKernel(
-            in_params, out_params, operation, _name("kit_fused", key))
+        compiled = cupy.ElementwiseKernel(in_params, out_params, operation, _name("kit_fused", key))
+        compiled(*_tiny(cupy, group, dtypes))  # CuPy compiles on the first call: fail here
+        kernels.CACHE[key] = compiled
     source = f"// {which}\n// in: {in_params}\n// out: {out_params}\n{operation}\n"
     return Kernel(compiled, source, len(roots), quiet=True)  # the fake CuPy: NumPy inside
 
@@ -102,9 +108,11 @@ def cuda_reduction(group):
     compiled = kernels.CACHE.get(key)
     if compiled is None:
         cupy = backend.require_gpu("a fused kit.compile kernel")
-        compiled = kernels.CACHE[key] = cupy.ReductionKernel(
+        compiled = cupy.ReductionKernel(
             in_params, out_params, f"kit_fused_map({', '.join(names)})", "a + b", "o0 = a", "0",
             _name("kit_fused_sum", key), reduce_type=ctype, preamble=preamble)
+        compiled(*_tiny(cupy, group, dtypes), axis=group.reduce_axes)  # compiles it, or fails
+        kernels.CACHE[key] = compiled
     axes = group.reduce_axes
     source = f"// forward and sum over axes {axes}\n{preamble}\n"
     return Kernel(lambda *arrays: compiled(*arrays, axis=axes, keepdims=keepdims), source, 1,

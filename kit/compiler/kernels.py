@@ -16,6 +16,7 @@ PyTorch, never warns about inf or NaN. Kernels are cached by their source text.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -50,8 +51,13 @@ def build(group, config):
             group.fwd_kernel = _distinct(maker, group, group.forward, "forward")
         group.bwd_kernel = _distinct(maker, group, group.backward, "backward") \
             if group.backward else None
-    except (ImportError, NotImplementedError, RuntimeError):
+    except (ImportError, NotImplementedError):
         return None  # no numba / no CUDA compiler (the fake CuPy of the tests): not fused
+    except Exception as exc:  # noqa: BLE001 - a compiler's own error: run unfused, and say so
+        warnings.warn(f"kit.compile: no {name} kernel for {[s.name for s in group.steps]} "
+                      f"({type(exc).__name__}: {exc}); these ops run unfused", RuntimeWarning,
+                      stacklevel=2)
+        return None
     group.backend = name
     return name
 
