@@ -59,9 +59,22 @@ def tiny_impls(torch=None, n=1000):
     return out
 
 
-def _tiny_chain(x, a, b, n):
-    """The tiny chain on kit or PyTorch tensors (the same operators); returns x.grad, reset."""
-    h = x
+def tiny_compiled_impls(n=1000):
+    """{"kit": the chain in a function compiled by kit.compile, "numpy": the hand-written one}."""
+    x, a, b = _tiny_data()
+    xk, ak, bk = kit.tensor(x, requires_grad=True), kit.tensor(a), kit.tensor(b)
+    loss = kit.compile(lambda h: _tiny_forward(h, ak, bk, n).sum())
+
+    def compiled():
+        loss(xk).backward()
+        g = xk.grad
+        xk.grad = None
+        return g.data
+
+    return {"kit": compiled, "numpy": tiny_impls(None, n)["numpy"]}
+
+
+def _tiny_forward(h, a, b, n):
     for i in range(n):
         k = i % 3
         if k == 0:
@@ -70,7 +83,12 @@ def _tiny_chain(x, a, b, n):
             h = h + b
         else:
             h = h.tanh()
-    h.sum().backward()
+    return h
+
+
+def _tiny_chain(x, a, b, n):
+    """The tiny chain on kit or PyTorch tensors (the same operators); returns x.grad, reset."""
+    _tiny_forward(x, a, b, n).sum().backward()
     g = x.grad
     x.grad = None
     return g

@@ -59,20 +59,25 @@ def numpy_step_fn(x, y, params):
     return step
 
 
-def kit_step_fn(x, y, params):
-    """One kit step: forward, loss.backward(), SGD under no_grad, grads set to None."""
+def kit_step_fn(x, y, params, compiled=False):
+    """One kit step: forward, loss.backward(), SGD under no_grad, grads set to None. With
+    `compiled`, the forward and the loss are one function compiled by kit.compile."""
     xt, yt = kit.tensor(x), kit.tensor(y)
     ps = [(kit.tensor(w, requires_grad=True), kit.tensor(b, requires_grad=True))
           for w, b in params]
     flat = [p for pair in ps for p in pair]
 
-    def step():
-        h = xt
+    def forward(h, labels):
         for i, (w, b) in enumerate(ps):
             h = h @ w + b
             if i < len(ps) - 1:
                 h = kit.relu(h)
-        loss = kit.cross_entropy(h, yt)
+        return kit.cross_entropy(h, labels)
+
+    loss_of = kit.compile(forward) if compiled else forward
+
+    def step():
+        loss = loss_of(xt, yt)
         loss.backward()
         with kit.no_grad():
             for p in flat:
@@ -105,6 +110,13 @@ def torch_step_fn(torch, x, y, params):
         return loss.item(), [p.detach().numpy() for p in flat]
 
     return step
+
+
+def compiled_impls(batch=64, sizes=(784, 256, 256, 10)):
+    """{"kit": the kit step with its forward compiled, "numpy": the hand-written step}."""
+    x, y, params = make_data(batch, sizes)
+    return {"kit": kit_step_fn(x, y, params, compiled=True),
+            "numpy": numpy_step_fn(x, y, params)}
 
 
 def impls(torch=None, batch=64, sizes=(784, 256, 256, 10)):

@@ -7,7 +7,8 @@
 Targets (docs: DESIGN.md, "Performance"): MLP step <= 1.15x NumPy, the same step written with
 nn.Linear + optim.SGD <= 1.05x the bare-tensor step, tiny-op chain <= 2.5x NumPy
 per op, large elementwise <= 1.2x NumPy, 100,000-deep chain faster than PyTorch, 1,000,000-deep
-chain completes.
+chain completes. Compiled (kit.compile): tiny-op chain <= 1.3x NumPy per op, MLP step <= 1.05x
+NumPy, large elementwise fused faster than NumPy (with the bytes each moves per element).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def cases(torch, cfg):
     """The workloads at the sizes in `cfg`, as Cases ready to measure."""
     tiny_n, (deep_a, deep_b) = cfg["tiny_n"], cfg["deep"]
     deep_b_impls = {"kit": chains.deep_impls(None, deep_b)["kit"]}
+    fused, moved = large.compiled_impls(cfg["large_n"])
     return [
         Case(f"MLP step, batch {cfg['mlp_batch']}, 784-256-256-10",
              mlp.impls(torch, cfg["mlp_batch"]), target="<= 1.15x numpy",
@@ -57,6 +59,13 @@ def cases(torch, cfg):
              per=tiny_n, unit="op", target="<= 2.5x numpy", limit=("numpy", 2.5)),
         Case(f"5 elementwise ops, {cfg['large_n']:,} floats", large.impls(torch, cfg["large_n"]),
              target="<= 1.2x numpy", limit=("numpy", 1.2)),
+        Case(f"compiled: MLP step, batch {cfg['mlp_batch']}", mlp.compiled_impls(cfg["mlp_batch"]),
+             target="<= 1.05x numpy", limit=("numpy", 1.05)),
+        Case(f"compiled: tiny-op chain, {tiny_n} ops", chains.tiny_compiled_impls(tiny_n),
+             per=tiny_n, unit="op", target="<= 1.3x numpy", limit=("numpy", 1.3)),
+        Case(f"compiled: 5 ops, {cfg['large_n']:,} floats, {moved} B/element (numpy "
+             f"{large.NUMPY_BYTES_PER_ELEMENT})", fused, target="< 1x numpy",
+             limit=("numpy", 1.0)),
         Case(f"scalar chain, {deep_a:,} deep", chains.deep_impls(torch, deep_a), single=True,
              target="< 1x torch", limit=("torch", 1.0)),
         Case(f"scalar chain, {deep_b:,} deep", deep_b_impls, single=True, target="completes"),

@@ -46,6 +46,7 @@ from kit._tensor import (
     uint8,
 )
 from kit.autograd import backward, grad
+from kit.compiler import compile  # noqa: A004 - PyTorch's name (torch.compile)
 from kit.function import Function, FunctionCtx, once_differentiable
 from kit.grad_mode import (
     detect_anomaly,
@@ -67,13 +68,13 @@ synchronize = backend.synchronize
 
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Tensor", "arange", "backend", "backward",
-    "bool_", "detect_anomaly", "empty", "empty_like", "enable_grad", "eye", "float16", "float32",
+    "bool_", "compile", "detect_anomaly", "empty", "empty_like", "enable_grad", "eye", "float16",
+    "float32",
     "float64", "from_numpy", "full", "full_like", "func", "get_default_device",
     "get_default_dtype", "grad", "gradcheck", "gradgradcheck", "inference_mode", "int8", "int16",
     "int32", "int64", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "linspace", "manual_seed", "no_grad", "once_differentiable",
-    "ones", "ones_like", "rand", "rand_like", "profiler", "randint", "randn",
-    "randn_like",
+    "ones", "ones_like", "profiler", "rand", "rand_like", "randint", "randn", "randn_like",
     "set_default_device", "set_default_dtype", "set_detect_anomaly", "set_grad_enabled",
     "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,
 ]

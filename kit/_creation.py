@@ -12,6 +12,25 @@ import numpy as np
 from kit import _promotion, backend
 from kit._promotion import default_float
 from kit._tensor import SUPPORTED_DTYPES, Tensor, float64, int64
+from kit.grad_mode import STATE
+
+
+def traced(name):
+    """A creation function that kit.compile records when a traced function calls it (made again
+    on every call of the compiled function; random ones draw fresh numbers)."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def create(*args, **kwargs):
+            tracing = STATE.tracing
+            if tracing is not None:
+                return tracing.create(name, fn, args, kwargs)
+            return fn(*args, **kwargs)
+
+        create.__name__ = create.__qualname__ = name
+        return create
+
+    return decorate
 
 
 class _Defaults:
@@ -96,6 +115,7 @@ def _has_float64(data):
     return False
 
 
+@traced("tensor")
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new leaf Tensor holding a copy of `data`.
 
@@ -108,6 +128,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     return Tensor(_to_array(data, dtype, device), requires_grad=requires_grad)
 
 
+@traced("from_numpy")
 def from_numpy(array):
     """A Tensor sharing memory with a NumPy array (as `torch.from_numpy`)."""
     if not isinstance(array, np.ndarray):
@@ -151,7 +172,7 @@ def _creator(name, fill):
 
     create.__name__ = create.__qualname__ = name
     create.__doc__ = f"A tensor of {name} of the given shape, as torch.{name}."
-    return create
+    return traced(name)(create)
 
 
 _ZEROS = lambda xp, shape, dtype: xp.zeros(shape, dtype)  # noqa: E731 - table entries
@@ -168,6 +189,7 @@ def _fill_dtype(fill_value):
     return int64 if isinstance(fill_value, (int, np.integer)) else default_float()
 
 
+@traced("full")
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor of `size` filled with `fill_value`; its dtype follows the value (bool, int64,
     default float) unless given, as torch.full."""
@@ -176,6 +198,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
                   requires_grad)
 
 
+@traced("arange")
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Like torch.arange: integers give int64, any float argument the default float dtype."""
     if end is None:
@@ -186,11 +209,13 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return Tensor(_xp(device).arange(start, end, step).astype(dtype), requires_grad)
 
 
+@traced("linspace")
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     data = _xp(device).linspace(start, end, steps).astype(_float_dtype(dtype))
     return Tensor(data, requires_grad)
 
 
+@traced("eye")
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return Tensor(_xp(device).eye(n, m, dtype=_float_dtype(dtype)), requires_grad)
 
@@ -204,6 +229,8 @@ class _Random:
 
 def manual_seed(seed: int):
     """Seed kit's random functions (randn, rand, randint) for reproducible lessons."""
+    if STATE.tracing is not None:  # inside kit.compile's trace: the function runs eagerly
+        STATE.tracing.observe(None, "seed")
     _Random.generator = np.random.default_rng(seed)
     return _Random.generator
 
@@ -226,7 +253,7 @@ def _random(name, draw):
     create.__name__ = create.__qualname__ = name
     create.__doc__ = (f"Random numbers of the given shape, as torch.{name} (kit's generator: "
                       f"`manual_seed`, or `generator=kit.torch.Generator()`).")
-    return create
+    return traced(name)(create)
 
 
 _NORMAL = lambda rng, shape: rng.standard_normal(shape)  # noqa: E731 - a table entry
@@ -235,6 +262,7 @@ randn = _random("randn", _NORMAL)
 rand = _random("rand", _UNIFORM)
 
 
+@traced("randint")
 def randint(low, high=None, size=(), generator=None, dtype=None, device=None):
     """Random integers in [low, high) of shape `size` (int64 unless given), as torch.randint."""
     if high is None:
@@ -259,7 +287,7 @@ def _like(name, make):
     create.__name__ = create.__qualname__ = name
     create.__doc__ = (f"kit.{name.removesuffix('_like')} with the shape of `input`, and its dtype "
                       f"and device unless given (as torch.{name}).")
-    return create
+    return traced(name)(create)
 
 
 zeros_like = _like("zeros_like", functools.partial(_filled, _ZEROS))

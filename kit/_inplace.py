@@ -91,6 +91,9 @@ def _inplace(name, op, fast=None):
     in place when nothing records."""
 
     def method(self, other, *args, **kwargs):
+        tracing = STATE.tracing
+        if tracing is not None and tracing.inplace(self, op, other, args, kwargs):
+            return self  # kit.compile recorded it as the out-of-place op
         if not _recording(self, other):
             if fast is not None and not args and not kwargs:
                 value = data_of(other)
@@ -129,6 +132,9 @@ def _zero_(self):
 
 
 def _setitem(self, index, value):
+    tracing = STATE.tracing
+    if tracing is not None and tracing.inplace(self, _put(index), value, (), {}):
+        return
     if not _recording(self, value):
         v = data_of(value)
         if hasattr(v, "shape"):
@@ -138,6 +144,13 @@ def _setitem(self, index, value):
         bump_version(self)
         return
     _write("setitem", self, index_put(_alias(self, "setitem"), index, value))
+
+
+def _put(index):
+    def setitem(t, value):
+        return index_put(t, index, value)
+
+    return setitem
 
 
 def _index_add_(self, dim, index, source, alpha=1):

@@ -46,6 +46,7 @@ class _Switches(threading.local):
     jvp_backward = None  # kit.func.jvp records FunctionNode backwards through this
     recording = False  # kit.mx autograd.record()
     training = False  # kit.mx train_mode()
+    tracing = None  # kit.compile's tracer while it records a function (kit/compiler/trace.py)
     # kit.func's hooks for the primitives, the same in every thread (install, kit/ops/_vmap.py)
     dispatch = None
     function = None

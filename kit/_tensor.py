@@ -241,6 +241,8 @@ class Tensor:
 
     # --- conversion ---------------------------------------------------------------------
     def item(self):
+        if STATE.tracing is not None:  # kit.compile: Python reads the value
+            STATE.tracing.observe(self, "item")
         if self._data.size != 1:
             raise ShapeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to a Python "
@@ -254,6 +256,8 @@ class Tensor:
         As in PyTorch it refuses a tensor that requires grad while grad mode is on (the array
         would leave the graph silently); under no_grad, e.g. inside a Function's forward, it works.
         """
+        if STATE.tracing is not None:
+            STATE.tracing.observe(self, "numpy")
         if self.requires_grad and STATE.enabled:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -267,9 +271,13 @@ class Tensor:
         return self._data
 
     def tolist(self):
+        if STATE.tracing is not None:  # kit.compile: Python reads the value
+            STATE.tracing.observe(self, "tolist")
         return self._data.tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if STATE.tracing is not None:  # kit.compile: Python reads the value
+            STATE.tracing.observe(self, "numpy")
         data = backend.to_device(self._data, "cpu")
         return data if dtype is None else data.astype(dtype)
 
@@ -280,6 +288,8 @@ class Tensor:
         return int(self.item())
 
     def __bool__(self):
+        if STATE.tracing is not None:  # kit.compile: Python reads the value
+            STATE.tracing.observe(self, "bool")
         if self._data.size != 1:
             raise RuntimeError(
                 f"Boolean value of Tensor with {self._data.size} values is ambiguous; use "
@@ -288,6 +298,8 @@ class Tensor:
         return bool(self._data)
 
     def __index__(self):
+        if STATE.tracing is not None:  # kit.compile: Python reads the value
+            STATE.tracing.observe(self, "index")
         if self._data.dtype.kind not in "biu" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
         return int(self._data.item())
@@ -297,6 +309,8 @@ class Tensor:
 
     def __format__(self, spec):
         """`f"{loss:.4f}"` formats a one-element tensor's number, as in PyTorch."""
+        if STATE.tracing is not None:  # kit.compile: Python reads the value
+            STATE.tracing.observe(self, "print")
         if self._data.ndim == 0:
             return format(self.item(), spec)
         if spec:
@@ -333,6 +347,8 @@ class Tensor:
         op = _ufunc_ops().get(ufunc.__name__) if method == "__call__" and not kwargs else None
         if op is not None:
             return op(*inputs)
+        if STATE.tracing is not None:  # kit.compile cannot see inside a NumPy function
+            STATE.tracing.observe(self, "numpy_function")
         for v in inputs:
             if isinstance(v, Tensor) and v.requires_grad and STATE.enabled:
                 raise RuntimeError(
@@ -352,6 +368,8 @@ class Tensor:
         return None if result is None else Tensor(np.asarray(result))
 
     def __repr__(self):
+        if STATE.tracing is not None:  # kit.compile: the value is printed
+            STATE.tracing.observe(self, "print")
         return _format(self)
 
     # --- autograd -----------------------------------------------------------------------
@@ -397,6 +415,8 @@ class Tensor:
 
     def retain_grad(self):
         """Keep the gradient of this non-leaf Tensor in `.grad` after backward."""
+        if STATE.tracing is not None:
+            STATE.tracing.observe(self, "hook")
         if self.grad_fn is None:
             if not self.requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -421,6 +441,8 @@ class Tensor:
         >>> x.grad
         tensor([6., 6.])
         """
+        if STATE.tracing is not None:
+            STATE.tracing.observe(self, "hook")
         if not self.requires_grad:
             raise RuntimeError(
                 "cannot register a hook on a tensor that doesn't require gradient"

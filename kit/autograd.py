@@ -5,6 +5,7 @@ from __future__ import annotations
 from kit import backend
 from kit._tensor import Tensor
 from kit.engine import _accumulate, run_backward
+from kit.grad_mode import STATE
 
 
 def _as_tuple(x):
@@ -74,6 +75,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     tensor([2., 4.])
     """
     outputs = _as_tuple(tensors)
+    if STATE.tracing is not None:  # inside kit.compile's trace: the function runs eagerly
+        STATE.tracing.observe(None, "backward")
     if retain_graph is None:
         retain_graph = create_graph
     roots, grads = _root_grads(outputs, grad_tensors, create_graph, "backward")
@@ -103,6 +106,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
+    if STATE.tracing is not None:  # inside kit.compile's trace: the function runs eagerly
+        STATE.tracing.observe(None, "backward")
     if retain_graph is None:
         retain_graph = create_graph
     capture = {}

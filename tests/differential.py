@@ -124,30 +124,50 @@ def leaf_array(dtype, shape, values):
     return np.array(wrapped, dtype=np.int64).astype(dtype).reshape(shape)
 
 
-def run(lib, program):
-    """The outcome of `program` on `lib` (kit.torch or torch)."""
+def run(lib, program, transform=None, order=1):
+    """The outcome of `program` on `lib` (kit.torch or torch). `transform` wraps the function
+    that applies the steps to the leaves (kit.compile, say); `order=2` adds the gradients of
+    the sum of the gradients."""
     leaves, steps = program
     pool = [lib.tensor(leaf_array(dtype, shape, values), requires_grad=rg)
             for dtype, shape, values, rg in leaves]
+
+    def apply(*leaves):
+        return _apply(lib, steps, list(leaves))
+
+    outs, raised = (apply if transform is None else transform(apply))(*pool)
+    pool += outs
+    made = [_describe(out) for out in outs]
+    if raised is not None:
+        return made + [raised]
+    floats = [t for t in pool if t.dtype in (lib.float32, lib.float64) and t.requires_grad]
+    wrt = [t for t in pool[:len(leaves)] if t.requires_grad]
+    if floats and wrt:
+        loss = sum(t.double().sum() for t in floats)
+        try:
+            grads = lib.autograd.grad(loss, wrt, allow_unused=True, create_graph=order > 1)
+            made += [None if g is None else _describe(g) for g in grads]
+            if order > 1 and any(g is not None and g.requires_grad for g in grads):
+                total = sum(g.double().sum() for g in grads if g is not None and g.requires_grad)
+                second = lib.autograd.grad(total, wrt, allow_unused=True)
+                made += [None if g is None else _describe(g) for g in second]
+        except Exception as exc:  # noqa: BLE001
+            return made + [("raised", "grad", _error_class(exc))]
+    return made
+
+
+def _apply(lib, steps, pool):
+    """The program's steps on `pool` (its leaves): (the values made, the failure or None)."""
     made = []
     for i, (name, a, b) in enumerate(steps):
         x, y = pool[a % len(pool)], pool[b % len(pool)]
         try:
             out = STEPS[name](lib, x, y)
         except Exception as exc:  # noqa: BLE001 - the class is the outcome
-            return made + [("raised", i, _error_class(exc))]
+            return made, ("raised", i, _error_class(exc))
         pool.append(out)
-        made.append(_describe(out))
-    floats = [t for t in pool if t.dtype in (lib.float32, lib.float64) and t.requires_grad]
-    wrt = [t for t in pool[:len(leaves)] if t.requires_grad]
-    if floats and wrt:
-        loss = sum(t.double().sum() for t in floats)
-        try:
-            grads = lib.autograd.grad(loss, wrt, allow_unused=True)
-        except Exception as exc:  # noqa: BLE001
-            return made + [("raised", "grad", _error_class(exc))]
-        made += [None if g is None else _describe(g) for g in grads]
-    return made
+        made.append(out)
+    return made, None
 
 
 def _error_class(exc):

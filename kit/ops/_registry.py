@@ -15,7 +15,11 @@ A declaration says everything about an op (PyTorch's OpInfo, HIPS autograd's def
   for `__radd__`, `dims` for PyTorch's `dim=`/`keepdim=`, ...);
 - `inplace`: in-place method names (`add_`, `__iadd__`), `fast`: the NumPy in-place operator used
   when nothing records (`operator.iadd`);
-- `torch`, `mx`: the names kit.torch and kit.mx.nd publish it under (a name, a tuple, or None).
+- `torch`, `mx`: the names kit.torch and kit.mx.nd publish it under (a name, a tuple, or None);
+- `expr`: for an elementwise primitive, its forward as `expr(xp, *args)` on its positional
+  arguments once they share one dtype (the array computation, written so that it also runs on
+  kit.compiler's symbolic values: operators, `xp.<ufunc>`, `xp.where`); kit.compile runs it on
+  arrays and fuses chains of such ops into one kernel (kit/compiler/expr.py).
 
 `primitive` gives the forward the one line where a primitive meets vmap, a first statement
 `if VMAP.depth: return VMAP.dispatch(name, fn, *args)` (one attribute read while no vmap
@@ -53,6 +57,7 @@ class Op:
     torch: tuple = ()
     mx: tuple = ()
     public: bool = True  # exported by kit.ops (and so kit)
+    expr: object = None  # elementwise forward, expr(xp, *args), for kit.compile
 
 
 def _names(value):

@@ -30,17 +30,20 @@ def _relu_rule(node, g, x):
     return (where_(x <= 0, 0, g),)
 
 
+def _rectified(xp, x):
+    # NOTE: x < 0 -> 0, else x: -0.0 and NaN come through, as PyTorch's relu (not where(x > 0)).
+    return _select(xp, x < 0, 0, x)
+
+
 @primitive("relu", grad=_relu_rule, saves="x", batch="elementwise", methods=("relu",),
-           torch="relu", mx="relu")
+           torch="relu", mx="relu", expr=_rectified)
 def relu(x):
     """max(x, 0), a primitive: PyTorch's relu is one op (ReluBackward0) whose gradient is
     differentiable in x; as a composite of where it would be neither."""
     d = x._data
     if d.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu (kit.relu, as in PyTorch)")
-    # NOTE: x < 0 -> 0, else x: -0.0 and NaN come through, as PyTorch's relu (not where(x > 0)).
-    return record("relu", _relu_rule, _select(backend.get_array_module(d), d < 0, 0, d), (x,),
-                  (x,))
+    return record("relu", _relu_rule, _rectified(backend.get_array_module(d), d), (x,), (x,))
 
 
 def _softmax_rule(node, g, y):

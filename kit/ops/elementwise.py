@@ -68,7 +68,7 @@ def _binary(op, compute, rule, saves, check=None, **names):
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} with broadcasting; Python numbers are accepted on either side."
     return declare(op, fn, grad=rule, saves="a, b" if saves else "", batch="broadcasting",
-                   **names)
+                   expr=lambda xp, x, y: compute(x, y), **names)
 
 
 def _unary(op, compute, rule, save, floating=True, **names):
@@ -92,7 +92,7 @@ def _unary(op, compute, rule, save, floating=True, **names):
     fn.__doc__ = f"Elementwise {op}."
     saves = {"x": "x", "y": "output", "": ""}[save]
     names.setdefault("methods", (op,))
-    return declare(op, fn, grad=rule, saves=saves, batch="elementwise", **names)
+    return declare(op, fn, grad=rule, saves=saves, batch="elementwise", expr=compute, **names)
 
 
 # --- arithmetic -----------------------------------------------------------------------------
@@ -186,8 +186,14 @@ def _pow_rule(node, g, a, b, y):
     return ga, gb
 
 
+def _power(xp, x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 is inf, as in PyTorch
+        return x**y
+
+
 @primitive("pow", grad=_pow_rule, saves="a, b, output", batch="broadcasting",
-           methods=("__pow__", ("__rpow__", reflected), "pow"), torch="pow", mx="power")
+           methods=("__pow__", ("__rpow__", reflected), "pow"), torch="pow", mx="power",
+           expr=_power)
 def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     """Elementwise a ** b (either may be a Python number)."""
     a, b, x, y = pair(a, b, "pow")
@@ -200,8 +206,7 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
         out = x.copy() if y else backend.get_array_module(x).ones_like(x)  # bool ** True/False
         return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
     try:
-        with np.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 is inf, as in PyTorch
-            out = x**y
+        out = _power(np, x, y)
     except ValueError as exc:
         if "negative integer powers" not in str(exc):
             raise shape_error("pow", x, y, detail=BROADCAST) from None
@@ -279,8 +284,7 @@ def _extremum_rule(node, g, a, b):
     # NaN no comparison holds, so both sides get g.
     x, y = data_of(a), data_of(b)
     a_lost, b_lost = (x < y, x > y) if node.params == "max" else (x > y, x < y)
-    tie = x == y
-    shared = where_(tie, g * 0.5, g) if tie.any() else g
+    shared = where_(x == y, g * 0.5, g)  # NOTE: no `if tie.any()`: kit.compile fuses this rule
     need = node.next_functions
     return (where_(a_lost, 0, shared) if need[0] else None,
             where_(b_lost, 0, shared) if need[1] else None)
@@ -300,7 +304,7 @@ def _extremum(op):
     fn.__doc__ = f"Elementwise {op} of two tensors (gradient split at ties)."
     # kit.torch's maximum/minimum refuse Python numbers, as PyTorch's (kit/torch/_functions.py)
     return declare(op, fn, grad=_extremum_rule, saves="a, b", batch="broadcasting", methods=(op,),
-                   mx=op)
+                   mx=op, expr=lambda xp, x, y: getattr(xp, op)(x, y))
 
 
 maximum = _extremum("maximum")
@@ -317,7 +321,8 @@ def _where_rule(node, g, cond):
     )
 
 
-@primitive("where", grad=_where_rule, saves="condition", batch="broadcasting", torch="where")
+@primitive("where", grad=_where_rule, saves="condition", batch="broadcasting", torch="where",
+           expr=lambda xp, condition, a, b: xp.where(condition, a, b))
 def where(condition, a, b):
     """Elements of `a` where `condition` is true, else of `b`; no gradient flows to condition."""
     cond = data_of(condition)
@@ -389,16 +394,19 @@ def _keep_or_zero(cond, x):
 def _clamp_rule(node, g, x):
     lo, hi = node.params
     d = data_of(x)
-    inside = backend.get_array_module(d).ones(d.shape, dtype=bool)
-    if lo is not None:
-        inside &= d >= lo
+    inside = d == d if lo is None else d >= lo  # NOTE: a NaN is outside, as in PyTorch
     if hi is not None:
-        inside &= d <= hi
+        inside = inside & (d <= hi)
     return (where_(inside, g, 0),)
 
 
+def _clamped(xp, x, lo, hi):
+    out = x if lo is None else xp.maximum(x, lo)
+    return out if hi is None else xp.minimum(out, hi)
+
+
 @primitive("clamp", grad=_clamp_rule, saves="x", batch="broadcasting", methods=("clamp", "clip"),
-           torch=("clamp", "clip"))
+           torch=("clamp", "clip"), expr=_clamped)
 def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
     """Limit values to [min, max]; the gradient is 1 inside (bounds included), 0 outside."""
     if min is None and max is None:
@@ -409,10 +417,7 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
     dtype = result_type(out, lo, hi)  # as PyTorch: an int tensor with float bounds gives float32
     if out.dtype != dtype:
         out = out.astype(dtype)
-    if lo is not None:
-        out = xp.maximum(out, lo)
-    if hi is not None:
-        out = xp.minimum(out, hi)
+    out = _clamped(xp, out, lo, hi)
     if out is x._data:
         out = out.copy()
     return record("clamp", _clamp_rule, out, (x,), (x,), (lo, hi))
@@ -441,7 +446,7 @@ def _compare(op, compute, **names):
 
     fn.__name__ = op
     fn.__doc__ = f"Elementwise {op} comparison: a bool tensor with no gradient."
-    return declare(op, fn, batch="broadcasting", **names)
+    return declare(op, fn, batch="broadcasting", expr=lambda xp, x, y: compute(x, y), **names)
 
 
 eq = _compare("eq", lambda x, y: x == y, methods=(("__eq__", equality(False)), "eq"), torch="eq")
@@ -471,15 +476,20 @@ def _sign_rule(node, g):
     return (g * 0,)  # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0
 
 
-@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), torch="sign")
+def _signs(xp, d):
+    if d.dtype.kind != "f":
+        return xp.sign(d)
+    return xp.where(xp.isnan(d), 0, xp.sign(d)).astype(d.dtype)  # NOTE: sign(nan) is 0, as PyTorch
+
+
+@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), torch="sign",
+           expr=_signs)
 def sign(x):
     """Sign of each element; recorded with a zero gradient (as PyTorch). bool stays bool."""
     d = x._data
     if d.dtype == _BOOL:
         return Tensor(d.copy())
-    xp = backend.get_array_module(d)
-    out = xp.sign(d)
+    out = _signs(backend.get_array_module(d), d)
     if d.dtype.kind != "f":
         return Tensor(out)
-    out = xp.where(xp.isnan(d), 0, out).astype(d.dtype)  # NOTE: sign(nan) is 0, as in PyTorch
     return record("sign", _sign_rule, out, (x,))

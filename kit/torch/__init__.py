@@ -85,6 +85,7 @@ from kit.torch._functions import (
     argsort,
     as_tensor,
     cat,
+    compile,
     concat,
     equal,
     get_default_device,
@@ -126,7 +127,8 @@ def __getattr__(name):
 __all__ = [
     "add", "allclose", "amax", "amin", "arange", "argmax", "argmin", "argsort", "as_tensor",
     "autograd", "bool", "broadcast_shapes",
-    "cat", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad", "equal", "eye",
+    "cat", "compile", "concat", "cuda", "device", "double", "dtype", "empty", "enable_grad",
+    "equal", "eye",
     "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
     "is_inference_mode_enabled",
     "float", "float16", "float32", "float64", "from_numpy", "full", "half", "int", "int16",

@@ -311,3 +311,35 @@ def get_default_device():
     device(type='cpu')
     """
     return _dtypes.device(kit.get_default_device())
+
+
+_BACKENDS = {"inductor": True, "eager": False, "aot_eager": False}
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,  # noqa: A001
+            options=None, disable=False):
+    """torch.compile: `kit.compile` in PyTorch's spelling, for a function or an nn.Module.
+
+    backend "inductor" (the default) fuses elementwise runs into kernels; "eager" and "aot_eager"
+    capture and replay the graph op by op. kit has one mode, so `mode` only accepts PyTorch's
+    names; `disable=True` returns `model` itself.
+
+    >>> import kit.torch as torch
+    >>> f = torch.compile(lambda x: (x * 2).relu().sum())
+    >>> f(torch.tensor([1.0, -1.0]))
+    tensor(2.)
+    """
+    if backend not in _BACKENDS:
+        raise ValueError(f"torch.compile: kit knows the backends {sorted(_BACKENDS)}, "
+                         f"got {backend!r}")
+    if mode not in _MODES:
+        raise ValueError(f"torch.compile: unknown mode {mode!r}; PyTorch's are {list(_MODES[1:])}")
+    if options:
+        raise ValueError("torch.compile: kit takes no backend options; leave options unset")
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                 mode=mode, disable=disable)
+    if disable:
+        return model
+    return kit.compile(model, fullgraph=fullgraph, dynamic=dynamic, fuse=_BACKENDS[backend])

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 from kit.viz._style import EXPLODING, NO_GRAD, VANISHING, legend
+from kit.viz.compiled import compiled_graph_data
 from kit.viz.graph import graph_data
 
 _TENSOR_FILL = {"leaf": "#dbeafe", "parameter": "#fde68a", "intermediate": "#d1fae5"}
@@ -22,6 +23,7 @@ _KIND_STYLE = {
     "chain": {"shape": "box3d", "style": "filled", "fillcolor": "#f3f4f6"},
     "saved": {"shape": "note", "style": "filled", "fillcolor": "#fff7ed", "fontsize": "9"},
     "more": {"shape": "plaintext", "style": ""},
+    "guard": {"shape": "diamond", "style": "filled", "fillcolor": "#fee2e2", "color": "#dc2626"},
 }
 
 
@@ -46,27 +48,49 @@ def draw_graph(*outputs, show_grad=True, color_by_grad=False, show_saved=False,
     whose one input comes from an op it alone consumes sits beside it, so a layer of a deep
     network (matmul, then its activation) is one row (`.nodes` keep every detail).
 
+    Given a compiled function (kit.compile) instead, it draws the graph its last call captured:
+    inputs, captured tensors, steps, guards, outputs, with each fused group boxed and labelled
+    with its kernel (`.clusters`).
+
     >>> import kit
     >>> x = kit.tensor(2.0, requires_grad=True)
     >>> d = draw_graph(x * x + x.sin())
     >>> sorted(n["label"].split()[0] for n in d.nodes if n["kind"] == "op")
     ['add', 'mul', 'sin']
     """
+    if len(outputs) == 1 and _captured(outputs[0]) is not None:
+        return GraphDrawing(*compiled_graph_data(_captured(outputs[0])), rankdir=rankdir)
     nodes, edges = graph_data(
         outputs, show_grad=show_grad, color_by_grad=color_by_grad, show_saved=show_saved,
         collapse_chains=collapse_chains, max_nodes=max_nodes, params=params,
         highlight=highlight, vanishing=vanishing, exploding=exploding, flow=flow,
     )
     rows = legend(vanishing, exploding) if color_by_grad else []
-    return GraphDrawing(nodes, edges, rows, rankdir, compact)
+    return GraphDrawing(nodes, edges, legend_rows=rows, rankdir=rankdir, compact=compact)
+
+
+def _captured(value):
+    """The captured graph of a compiled function (or a captured graph itself), else None."""
+    from kit.compiler import CompiledFunction, Graph
+
+    if isinstance(value, Graph):
+        return value
+    if isinstance(value, CompiledFunction):
+        if value.graph is None:
+            raise ValueError(f"kit.viz.draw_graph: the compiled function {value.__name__} has "
+                             f"not been called yet; call it once so that it traces")
+        return value.graph
+    return None
 
 
 class GraphDrawing:
-    """A drawn graph: shows itself as SVG in Jupyter; `.nodes`, `.edges` hold it as data."""
+    """A drawn graph: shows itself as SVG in Jupyter; `.nodes`, `.edges` hold it as data, and
+    `.clusters` the boxed groups (a compiled function's fused kernels)."""
 
-    def __init__(self, nodes, edges, legend_rows=(), rankdir="TB", compact=False):
+    def __init__(self, nodes, edges, clusters=(), legend_rows=(), rankdir="TB", compact=False):
         self.nodes = nodes
         self.edges = edges
+        self.clusters = list(clusters)
         self.legend = list(legend_rows)
         self.rankdir = rankdir
         self.compact = compact
@@ -106,6 +130,10 @@ class GraphDrawing:
             g.graph_attr.update(nodesep="0.2", ranksep="0.25", newrank="true")
             g.node_attr.update(fontsize="9", margin="0.05,0.02")
             self._rows(g)
+        for cluster in self.clusters:
+            g.add_subgraph(cluster["nodes"], name=cluster["id"], label=cluster["label"],
+                           style="rounded,filled", color="#2563eb", fillcolor="#eff6ff",
+                           fontname="Helvetica", fontsize="10")
         if self.legend:
             cells = "".join(
                 f'<TR><TD BGCOLOR="{colour}" WIDTH="14"> </TD>'

@@ -4,7 +4,8 @@ A Block registers child Blocks and Parameters by attribute, names them with pref
 (`dense0_weight`, inside `name_scope()` under the parent's prefix), collects them with
 `collect_params(select)`, initialises them (deferred until the first forward when a shape is
 unknown) and saves them by their structural names (`0.weight`). A HybridBlock's forward calls
-`hybrid_forward(F, x, ..., **params)` with F = mx.nd; `hybridize()` is accepted and runs eagerly.
+`hybrid_forward(F, x, ..., **params)` with F = mx.nd; `hybridize()` makes it run as one compiled
+graph (kit.compile: traced once per input signature, replayed, elementwise runs fused).
 
 >>> import kit.mx as mx
 >>> from kit.mx.gluon import nn
@@ -19,10 +20,13 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 
+from kit._tensor import Tensor
+from kit.compiler import compile as compile_graph
 from kit.mx import nd
 from kit.mx.gluon.parameter import DeferredInitializationError, Parameter
 from kit.mx.gluon.parameter_dict import ParameterDict, load_arrays, match_names, save_arrays
 from kit.mx.gluon.parameter_dict import select as select_params
+from kit.mx.ndarray import NDArray
 
 _GLOBAL_COUNTS = {}  # hint -> next number, for blocks made outside any name_scope
 
@@ -233,8 +237,7 @@ class Block:
         return self
 
     def hybridize(self, active=True, **kwargs):
-        """Accepted for every Block: HybridBlock children run eagerly (kit has no graph capture
-        here yet), which computes the same values."""
+        """Hybridize the HybridBlocks among the children (a plain Block itself runs Python)."""
         for child in self._children.values():
             child.hybridize(active, **kwargs)
 
@@ -251,11 +254,14 @@ class Block:
         if self._forward_pre_hooks:
             for hook in list(self._forward_pre_hooks.values()):
                 hook(self, args)
-        out = self.forward(*args)
+        out = self._run_forward(*args)
         if self._forward_hooks:
             for hook in list(self._forward_hooks.values()):
                 hook(self, args, out)
         return out
+
+    def _run_forward(self, *args):
+        return self.forward(*args)
 
     def forward(self, *args):
         raise NotImplementedError(
@@ -271,10 +277,34 @@ class HybridBlock(Block):
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix, params)
         self._active = False
+        self._graph = self._graph_params = None
 
-    def hybridize(self, active=True, **kwargs):
+    def hybridize(self, active=True, static_alloc=False, static_shape=False, **kwargs):
+        """From the next call, run this block as one compiled graph (kit.compile): its forward,
+        children included, is traced once per input signature and replayed, elementwise runs
+        fused (`self._graph.explain()` shows what was captured). As in MXNet, Python in
+        hybrid_forward then runs only while tracing. `static_alloc` and `static_shape` are
+        accepted for MXNet code: kit's graphs always reuse their buffers and are specialised to
+        their input shapes."""
         self._active = active
-        super().hybridize(active, **kwargs)
+        self._graph = compile_graph(self._traced_forward) if active else None
+        # NOTE: collected once (collect_params builds a ParameterDict: ~50 us a call)
+        self._graph_params = list(self.collect_params().values()) if active else None
+        super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape, **kwargs)
+
+    def _run_forward(self, *args):
+        if self._graph is not None:
+            params = [p._var for p in self._graph_params]
+            if all(v is not None for v in params):  # else: first call, deferred init, eagerly
+                inputs = [a._t if isinstance(a, NDArray) else a for a in args]
+                return _as_ndarrays(self._graph(inputs, [v._t for v in params]))
+        return self.forward(*args)
+
+    def _traced_forward(self, inputs, params):
+        """What hybridize compiles: the forward on Tensors (the Parameters' tensors are passed in,
+        so that a replay reads whichever arrays they hold)."""
+        args = [NDArray(t) if isinstance(t, Tensor) else t for t in inputs]
+        return _as_tensors(self.forward(*args))
 
     def forward(self, x, *args):
         params = {}
@@ -317,3 +347,15 @@ class HybridBlock(Block):
             "HybridBlock.export writes a symbol graph (-symbol.json), and kit.mx has no symbolic "
             "API. Fix: net.save_parameters(path), and rebuild the network in Python to load it"
         )
+
+
+def _as_tensors(out):
+    if isinstance(out, (tuple, list)):
+        return type(out)(_as_tensors(o) for o in out)
+    return out._t if isinstance(out, NDArray) else out
+
+
+def _as_ndarrays(out):
+    if isinstance(out, (tuple, list)):
+        return type(out)(_as_ndarrays(o) for o in out)
+    return NDArray(out) if isinstance(out, Tensor) else out

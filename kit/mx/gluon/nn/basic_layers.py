@@ -64,7 +64,7 @@ class Sequential(_SequentialMixin, Block):
 
 
 class HybridSequential(_SequentialMixin, HybridBlock):
-    """Sequential for HybridBlocks (hybridize() is accepted; it runs eagerly)."""
+    """Sequential for HybridBlocks; hybridize() compiles the whole sequence as one graph."""
 
 
 _ACTIVATIONS = {

@@ -1,0 +1,135 @@
+"""Guards: what a call must match to reuse a graph, and the words for a graph break.
+
+A compiled function keeps one cache entry per signature: the structure of the arguments, each
+tensor's shape, dtype, device and requires_grad flag, the other arguments' values, and the modes
+that change what the function computes (grad mode, kit.mx's recording and training flags, a
+module's training flags). Tensors the function read from outside (captured) are checked on every
+call too. A break's reason names the source line, as torch.compile's explanations do.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+
+import numpy as np
+
+from kit._tensor import Tensor
+from kit.grad_mode import STATE
+
+_KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+REASONS = {  # what -> (why the graph breaks there, how to avoid it)
+    "bool": ("Python branches on a tensor's value (bool(tensor), `if tensor > 0:`, and/or)",
+             "make the code branchless: kit.where(cond, a, b), kit.clamp, kit.maximum"),
+    "item": ("a tensor's value goes to Python (tensor.item(), float(tensor), int(tensor))",
+             "keep it a tensor: x * s instead of x * s.item()"),
+    "tolist": ("a tensor's values go to Python (tensor.tolist())",
+               "keep them in tensors; call tolist() on the result, outside"),
+    "index": ("a tensor is used as a Python integer (an index, range(tensor))",
+              "index with the tensor itself (x[idx]) or pass the integer in"),
+    "print": ("a tensor is printed or formatted (print, repr, str, f-string)",
+              "return the value and print it outside the compiled function"),
+    "numpy": ("a tensor's data leaves kit (tensor.numpy(), np.asarray(tensor))",
+              "use kit operations; convert the result, outside"),
+    "numpy_function": ("a NumPy function is called on a tensor (np.floor(tensor)): kit cannot "
+                       "see inside it", "use the kit operation (kit.exp(x), x.abs())"),
+    "inplace": ("an in-place change of a tensor the function did not make itself (an input, "
+                "a captured tensor, a view, or a value saved for backward)",
+                "use the out-of-place op (x = x + 1), or clone first (x = x.clone())"),
+    "backward": ("backward()/grad() runs inside the function",
+                 "compile the forward (the loss) and call backward() outside"),
+    "hook": ("a gradient hook is registered inside the function",
+             "register hooks outside the compiled function"),
+    "random": ("random numbers are drawn outside kit's random functions (kit.rand, kit.randn, "
+               "kit.randint): a replay would repeat them", "draw them with kit.rand/randn"),
+    "leaf": ("a new leaf that requires grad is made inside the function",
+             "make it outside and pass it in"),
+    "transform": ("a kit.func transform (vmap, grad, ...) runs inside the function",
+                  "apply the transform outside the compiled function"),
+    "untraced": ("an operation kit.compile cannot see made a tensor from traced values",
+                 "use kit operations"),
+    "output": ("the function returns or makes something that is not a tensor, a number or a "
+               "structure of them", "return tensors, numbers, or tuples/lists/dicts of them"),
+    "seed": ("kit.manual_seed is called inside the function",
+             "seed before calling the compiled function"),
+}
+
+
+class CompileError(RuntimeError):
+    """kit.compile(fullgraph=True) met a graph break (or a function it cannot compile)."""
+
+
+def user_line(skip_kit=True):
+    """(file, line, function, source text) of the innermost frame outside kit (the user's
+    line), or of the caller when every frame is kit's."""
+    frame = sys._getframe(1)
+    first = None
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if first is None:
+            first = frame
+        if not (skip_kit and os.path.abspath(file).startswith(_KIT)):
+            break
+        frame = frame.f_back
+    frame = frame or first
+    file, line = frame.f_code.co_filename, frame.f_lineno
+    return (file, line, frame.f_code.co_name, linecache.getline(file, line).strip())
+
+
+def tensor_spec(t):
+    """What a tensor must match: shape, dtype, device (array type) and requires_grad."""
+    d = t._data
+    return (d.shape, d.dtype, type(d), bool(t.requires_grad if t._base is not None else t._rg))
+
+
+def signature(leaves, structure, extra):
+    """The cache key of a call: its argument structure, per tensor leaf its spec, per other leaf
+    its value (hashable), which leaves are the same tensor, and the modes."""
+    specs = []
+    ids = []
+    for leaf in leaves:
+        if isinstance(leaf, Tensor):
+            specs.append(tensor_spec(leaf))
+            ids.append(id(leaf))
+        else:
+            specs.append(_hashable(leaf))
+    aliases = None
+    if len(set(ids)) != len(ids):  # f(x, x) and f(x, y) are different graphs
+        aliases = tuple(ids.index(i) for i in ids)
+    return (structure, tuple(specs), aliases, STATE.enabled, STATE.recording, STATE.training,
+            extra)
+
+
+def _hashable(value):
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_hashable(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _hashable(v)) for k, v in sorted(value.items(), key=repr)))
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    try:
+        hash(value)
+    except TypeError:
+        return ("id", id(value))  # NOTE: an unhashable object: the same object only
+    return (type(value), value)
+
+
+def captured_ok(captured):
+    """True when every captured tensor still has the spec it was traced with."""
+    for t, spec in captured:
+        d = t._data
+        if d.shape != spec[0] or (d.dtype is not spec[1] and d.dtype != spec[1]) or \
+                type(d) is not spec[2] or bool(t._rg) is not spec[3]:
+            return False
+    return True
+
+
+def same_value(a, b):
+    """A guard's comparison: equal values, NaN equal to NaN."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b

@@ -1,0 +1,221 @@
+"""Replay: a captured graph as two flat Python functions, and the one node they make.
+
+`Program` writes the graph as Python source, one line per step (`v5 = E5(XP, v3, 2.0)`): the
+forward computes arrays and returns the outputs and what the backward needs; the backward is the
+reverse schedule, worked out once: each gradient rule called on arrays, broadcasting undone where
+the shapes say so, gradients summed in local variables. A fused group is one kernel call in each.
+Neither makes a Tensor or a Node per op (only a call kit.compile cannot see into, an "island" or
+an op without an array form, goes through Tensors).
+
+The compiled call is one `CompiledNode` in the caller's graph, so it composes with eager code and
+`backward()`. A backward with create_graph=True (a gradient of a gradient) runs the graph again,
+op by op on Tensors from the saved inputs (`interpret`), and lets the engine differentiate that:
+the same ops as eager code, so the same second derivatives.
+"""
+
+from __future__ import annotations
+
+from kit import _views
+from kit._tensor import Tensor, version_counter
+from kit.compiler import kernels
+from kit.compiler.codegen import Writer, output_slots
+from kit.compiler.fusion import groups as find_groups
+from kit.compiler.fusion import reductions
+from kit.compiler.graph import Ref, interpret
+from kit.engine import FREED, NO_EDGE, Node, _fit, _freed_message, run_backward
+from kit.grad_mode import STATE, enable_grad, no_grad
+
+
+class Program:
+    """A graph compiled into a forward and a backward function."""
+
+    def __init__(self, graph, config, fuse):
+        self.graph = graph
+        self.grad = any(s.differentiable for s in graph.steps)
+        self.groups = []
+        if fuse:
+            used_later = _reader_positions(graph)
+            found = find_groups(graph, used_later)
+            reductions(graph, found, used_later)
+            for group in found:
+                if kernels.build(group, config) is None:
+                    for step in group.members:
+                        step.group = None
+                else:
+                    group.index = len(self.groups)
+                    for step in group.members:
+                        step.group = group.index
+                    self.groups.append(group)
+        graph.groups = self.groups
+        self.input_slots = graph.inputs + [s for s, _ in graph.captured]
+        writer = Writer(graph, self.groups, _leaf, _island_backward)
+        self.forward, self.saved_slots = writer.forward()
+        self.backward = writer.backward() if self.grad else None
+        self.source = writer.sources
+        self.generic = any(s.kind != "guard" and s.expr is None and s.group is None
+                           for s in graph.steps)
+        self.random = [s.outs[0] for s in graph.steps if s.kind == "random"]
+        # the outputs the CompiledNode differentiates, and the inputs and outputs whose values
+        # its backward reads (checked for in-place changes, as saved tensors are)
+        self.grad_outputs = list(enumerate(output_slots(graph))) if self.grad else []
+        self.grad_outputs = [(slot, k) for k, slot in self.grad_outputs]
+        read = set(self.saved_slots)
+        self.checked_inputs = [k for k, s in enumerate(self.input_slots) if s in read]
+        self.checked_outputs = [k for s, k in self.grad_outputs if s in read]
+
+    def call(self, tensors):
+        """Run on `tensors` (inputs then captured); the function's outputs, as it returns them."""
+        arrays = [t._data for t in tensors]
+        if self.generic:
+            with no_grad():
+                outs, saved = self.forward(*arrays)
+        else:
+            outs, saved = self.forward(*arrays)
+        graph = self.graph
+        node = None
+        if self.grad and STATE.enabled and self.grad_outputs:
+            node = self._node(tensors, saved)
+        made = {slot: t for slot, t in zip(self.input_slots, tensors, strict=True)}
+        values = []
+        for r, array in zip(graph.outputs, outs, strict=True):
+            if not isinstance(r, Ref):
+                values.append(r)
+                continue
+            t = made.get(r.slot)
+            if t is None:
+                index = dict(self.grad_outputs).get(r.slot) if node is not None else None
+                t = Tensor(array) if index is None else Tensor._from_node(array, node, index)
+                if array.base is not None:
+                    _views.mark(t, tensors, node is not None)
+                made[r.slot] = t
+            values.append(t)
+        if node is not None:
+            slots = [s for s, _ in self.grad_outputs]
+            node.out_vc = tuple(version_counter(made[slots[k]]) for k in self.checked_outputs)
+        return graph.rebuild(values)
+
+    def _node(self, tensors, saved):
+        edges = []
+        for slot, t in zip(self.input_slots, tensors, strict=True):
+            if self.graph.slots[slot].requires_grad:
+                if t._base is not None:
+                    _views.refresh(t)
+                edges.append(t._edge or t._leaf_edge())
+            else:
+                edges.append(NO_EDGE)
+        meta = tuple((self.graph.slots[s].shape, self.graph.slots[s].dtype)
+                     for s, _ in self.grad_outputs)
+        return CompiledNode(self, tuple(edges), saved, tensors, meta)
+
+    def differentiable_backward(self, node, grads):
+        """create_graph=True: the graph run again on Tensors, differentiated by the engine."""
+        from kit.autograd import grad
+
+        drawn = dict(zip(self.saved_slots, node.saved, strict=True))
+        with enable_grad():
+            outs = interpret(self.graph, node.tensors, drawn)
+        by_slot = {r.slot: o for r, o in zip(self.graph.outputs, outs, strict=True)
+                   if isinstance(r, Ref)}
+        pairs = [(by_slot[s], g) for (s, i), g in zip(self.grad_outputs, grads, strict=True)
+                 if g is not None and by_slot[s].requires_grad]
+        wanted = [t for t, e in zip(node.tensors, node.next_functions, strict=True) if e]
+        if not pairs or not wanted:
+            return [None] * len(node.next_functions)
+        found = iter(grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
+                          create_graph=True, allow_unused=True))
+        return [next(found) if e else None for e in node.next_functions]
+
+
+def _reader_positions(graph):
+    """used_later(slot, position): is `slot` read by a step after `position`, kept for the
+    backward of such a step, guarded, or returned?"""
+    last = {}
+    for position, step in enumerate(graph.steps):
+        for slot in step.refs():
+            last[slot] = position
+    for r in graph.outputs:
+        if isinstance(r, Ref):
+            last[r.slot] = len(graph.steps)
+    return lambda slot, position: last.get(slot, -1) > position
+
+
+class CompiledNode(Node):
+    """The node of one compiled call in the caller's graph (PyTorch's CompiledFunctionBackward):
+    its inputs are the function's tensor inputs and the tensors it captured."""
+
+    __slots__ = ("program", "tensors", "in_versions")
+
+    def __init__(self, program, edges, saved, tensors, meta):
+        super().__init__("compiled_function", None, edges, saved, (), None, meta)
+        self.program = program
+        self.tensors = tensors
+        self.in_versions = tuple(t._vc[0] for t in tensors)
+        self.out_vc = ()
+
+    def name(self):
+        return "CompiledFunctionBackward"
+
+    def apply(self, grads, differentiable):
+        if self.saved is FREED:
+            raise RuntimeError(_freed_message(self))
+        checked = range(len(self.tensors)) if differentiable else self.program.checked_inputs
+        for k in checked:
+            t, version = self.tensors[k], self.in_versions[k]
+            if t._vc[0] != version:
+                _modified(self, f"an input of shape {list(t.shape)}", t._vc[0], version)
+        for vc in self.out_vc:
+            if vc[0] != 0:
+                _modified(self, "one of its outputs", vc[0], 0)
+        if differentiable:
+            return self.program.differentiable_backward(self, grads)
+        return self.program.backward(self.saved, *grads)
+
+    def release(self):
+        self.saved = FREED
+        self.tensors = ()
+        self.in_versions = ()
+
+
+def _modified(node, what, now, expected):
+    raise RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {what}, saved by {node.name()}, is at version {now}; expected version "
+        f"{expected} instead. Fix: do not modify it in place before backward (use an "
+        f"out-of-place op, or .clone() it)")
+
+
+def _leaf(array):
+    """A fresh leaf that requires grad (an island's input)."""
+    return Tensor(array, requires_grad=True)
+
+
+def _island_backward(state, grads):
+    """Gradients of an island's inputs: the engine, from its outputs to its input leaves."""
+    leaves, outs = state
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    roots = [(o._grad_fn, o._nr) for o, g in zip(outs, grads, strict=True)
+             if g is not None and isinstance(o, Tensor) and o._grad_fn is not None]
+    given = [g for o, g in zip(outs, grads, strict=True)
+             if g is not None and isinstance(o, Tensor) and o._grad_fn is not None]
+    edges = [t._acc if t._rg else None for t in leaves]  # made by the recording call
+    capture = {}
+    for k, edge in enumerate(edges):
+        if edge is not None:
+            capture.setdefault(edge, k)
+    if not roots or not capture:
+        return [None] * len(leaves)
+    node = roots[0][0]
+    if len(roots) == 1 and len(node.output_meta) == 1 and all(
+            not e or e in capture for e in node.next_functions):
+        # NOTE: one node straight onto the leaves (a primitive, a Function): its own step,
+        # without the engine's set-up
+        found = [None] * len(leaves)
+        for e, g in zip(node.next_functions, node.apply(given, False), strict=False):
+            if e and g is not None:
+                k = capture[e]
+                found[k] = _fit(node, k, g, e[0].output_meta[0], False) if found[k] is None \
+                    else found[k] + g
+        return found
+    found = run_backward(roots, given, retain_graph=True, capture=capture)
+    return [None if e is None or found[capture[e]] is None else found[capture[e]]._data
+            for e in edges]
