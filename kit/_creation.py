@@ -142,6 +142,16 @@ def manual_seed(seed: int):
     return _Random.generator
 
 
+def rng_state():
+    """The state of kit's random generator (NumPy's bit-generator state, a dict), for
+    `set_rng_state`: activation checkpointing replays a forward's random draws with it."""
+    return _Random.generator.bit_generator.state
+
+
+def set_rng_state(state):
+    _Random.generator.bit_generator.state = state
+
+
 def _random(draw):
     def create(*shape, dtype=None, device=None, requires_grad=False):
         data = draw(_Random.generator, _shape(shape)).astype(dtype or _DEFAULT_FLOAT)

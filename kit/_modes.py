@@ -37,7 +37,9 @@ class _Switches(threading.local):
     enabled = True  # record ops for backward: grad mode on and not inference mode
     anomaly = False  # detect_anomaly
     keep_outputs = False  # new nodes keep a weak reference to their output (kit.viz)
-    extras = False  # anomaly or keep_outputs: one read tells record() whether to look at either
+    saved_hooks = None  # the innermost saved_tensors_hooks (kit/saved_tensors.py)
+    # anomaly, keep_outputs or saved_hooks: one read tells record() whether to look at any
+    extras = False
     depth = 0  # > 0: primitives dispatch BatchedTensors (kit.func.vmap)
     transforms = 0  # > 0: Function.apply is routed through kit.func
     grad_levels = 0  # kit.func grad-like transforms running (nested: create_graph)

@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from kit import _views, backend, engine
+from kit import _views, backend, engine, saved_tensors
 from kit.engine import AccumulateGrad
 from kit.grad_mode import STATE
 
@@ -601,4 +601,5 @@ def _format(t):
 
 
 engine.bind_tensor(Tensor, bump_version)
+saved_tensors.bind(Tensor, version_counter, AccumulateGrad, engine.SavedOutput)
 _views.bind(Tensor, version_counter)

@@ -20,6 +20,7 @@ from kit._tensor import Tensor, bump_version, version_counter
 from kit.engine import FREED, NO_EDGE, Node, SavedOutput, capture_stack
 from kit.grad_mode import STATE, no_grad
 from kit.ops._vmap import VMAP
+from kit.saved_tensors import pack_node
 
 __all__ = ["Function", "FunctionCtx", "FunctionNode", "once_differentiable"]
 
@@ -66,6 +67,9 @@ class FunctionNode(Node):
     def saved_tensors(self):
         """PyTorch's `y.grad_fn.saved_tensors`: what forward saved (an error once freed)."""
         return self.ctx.saved_tensors
+
+    def _saved_names(self):
+        return tuple(f"saved_tensors[{i}]" for i in range(len(self.saved)))
 
     def __getattr__(self, name):
         # PyTorch's grad_fn of a custom Function is its ctx: `y.grad_fn.k` reads ctx.k.
@@ -322,6 +326,8 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
         node.versions = tuple(-1 if t is None else t._vc[0] for t in ctx._saved)
         object.__setattr__(ctx, "_saved", ())  # the node holds them now, and frees them
         node.out_vc = tuple(version_counter(o) if isinstance(o, Tensor) else None for o in final)
+        if STATE.saved_hooks is not None and node.saved:
+            pack_node(node, final)
         if ctx._saved_forward:
             object.__setattr__(ctx, "_forward_versions", tuple(
                 -1 if t is None else t._vc[0] for t in ctx._saved_forward))

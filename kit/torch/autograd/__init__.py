@@ -1,4 +1,5 @@
-"""`torch.autograd` on kit's engine: Function, grad, backward, gradcheck, gradgradcheck.
+"""`torch.autograd` on kit's engine: Function, grad, backward, gradcheck, gradgradcheck, and
+`torch.autograd.graph`'s saved-tensor hooks.
 
 `Function` is kit's own `kit.Function` (both of PyTorch's forms), not a copy, so a Function written
 with `import kit.torch as torch` is a kit Function everywhere (graphs, kit.viz, kit.func).
@@ -19,11 +20,11 @@ from kit.grad_mode import (
     set_grad_enabled,
 )
 from kit.gradcheck import GradcheckError, gradcheck, gradgradcheck
-from kit.torch.autograd import function
+from kit.torch.autograd import function, graph
 from kit.torch.autograd.function import Function
 
 __all__ = [
     "Function", "GradcheckError", "backward", "detect_anomaly", "enable_grad", "function",
-    "grad", "gradcheck", "gradgradcheck", "inference_mode", "is_anomaly_enabled", "no_grad",
-    "set_grad_enabled",
+    "grad", "graph", "gradcheck", "gradgradcheck", "inference_mode", "is_anomaly_enabled",
+    "no_grad", "set_grad_enabled",
 ]
