@@ -164,9 +164,11 @@ class Node:
     def released(self) -> bool:
         return self.saved is FREED
 
-    def unpack_saved(self, differentiable):
+    def unpack_saved(self, differentiable, hooks=True):
         """The saved values, each checked against its version: Tensors if `differentiable`
-        (a saved output comes back as a Tensor that is that output of this node), else arrays."""
+        (a saved output comes back as a Tensor that is that output of this node), else arrays.
+        With `hooks=False` what saved-tensor hooks packed is not unpacked: a stand-in with the
+        original's autograd identity (and no values) takes its place."""
         saved = self.saved
         if saved is FREED:
             raise RuntimeError(_freed_message(self))
@@ -183,7 +185,7 @@ class Node:
                     check_versions(self)
                 values.append(v if differentiable else v._data)
             elif type(v) is SavedTensor:  # packed by saved_tensors_hooks
-                values.append(v.unpack(self, differentiable))
+                values.append(v.unpack(self, differentiable) if hooks else v.stand_in(self))
             else:
                 values.append(v)
         return values

@@ -119,10 +119,22 @@ class SavedTensor:
             )
         if self._array or not differentiable:
             return data
+        value = self._as_original(data, node)
+        if self._output is None:
+            value._vc = version_counter(t)
+        return value
+
+    def stand_in(self, node):
+        """A Tensor with the original's shape, dtype and autograd identity but no values of
+        its own (a read-only broadcast zero), made without running unpack_hook."""
+        zero = backend.to_device(np.zeros((), self.dtype), self.device)
+        xp = backend.get_array_module(zero)
+        return self._as_original(xp.broadcast_to(zero, self.shape), node)
+
+    def _as_original(self, data, node):
         if self._output is not None:
             return Tensor._from_node(data, node, self._output)
         value = Tensor(data)
-        value._vc = version_counter(t)
         if self._edge is not None:
             value._rg = True
             value._edge = self._edge

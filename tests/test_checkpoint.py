@@ -377,3 +377,31 @@ def test_checkpointing_in_sqrt_n_segments_keeps_about_2_sqrt_n_activations():
     assert min(peaks, key=peaks.get) == 4
     assert peaks[4] < 0.65 * peaks[0]
     assert peaks[2] > peaks[4] < peaks[8] < peaks[16]
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_a_once_differentiable_function_in_a_region_under_create_graph(torch):
+    """kit's @once_differentiable looks at the saved tensors too (to refuse a second derivative
+    that would miss terms) without unpacking them a second time."""
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, h):
+            ctx.save_for_backward(h)
+            return h ** 3
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, g):
+            (h,) = ctx.saved_tensors
+            return 3 * h * h * g
+
+    x, _, _ = setup(torch)
+    y = torch.utils.checkpoint.checkpoint(lambda h: Cube.apply(h.sin()), x, use_reentrant=False)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    xs = values(x)
+    np.testing.assert_allclose(values(g), 3 * np.sin(xs) ** 2 * np.cos(xs), rtol=1e-5)
+    if is_kit(torch):
+        with pytest.raises(RuntimeError, match="differentiate twice a function that was marked "
+                                               "with @once_differentiable"):
+            g.sum().backward()
