@@ -90,7 +90,7 @@ SAMPLES = {
     "gt": [s(A, B)], "ge": [s(A, B)],
     "logical_and": [s(BOOL, B > 0)], "logical_or": [s(BOOL, B > 0)],
     "logical_xor": [s(BOOL, B > 0)], "logical_not": [s(BOOL)],
-    "sign": [s(A)],
+    "sign": [s(A)], "round": [s(A)],
     # reductions
     "sum": [s(A), s(M, 1, True)], "mean": [s(A), s(M, (0, 1), False)],
     "max": [s(D), s(D, 1, False)], "min": [s(D), s(D, 0, True)],

@@ -472,11 +472,13 @@ def logical_not(x):
     return Tensor(~x._data if x._data.dtype.kind == "b" else x._data == 0)
 
 
-def _sign_rule(node, g):
-    return (g * 0,)  # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0
+def _zero_rule(node, g):
+    # NOTE: a step function's derivative, 0 almost everywhere; recorded all the same, as
+    # PyTorch's SignBackward0 and RoundBackward0
+    return (g * 0,)
 
 
-@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), torch="sign")
+@primitive("sign", grad=_zero_rule, batch="elementwise", methods=("sign",), torch="sign")
 def sign(x):
     """Sign of each element; recorded with a zero gradient (as PyTorch). bool stays bool."""
     d = x._data
@@ -487,4 +489,14 @@ def sign(x):
     if d.dtype.kind != "f":
         return Tensor(out)
     out = xp.where(xp.isnan(d), 0, out).astype(d.dtype)  # NOTE: sign(nan) is 0, as in PyTorch
-    return record("sign", _sign_rule, out, (x,))
+    return record("sign", _zero_rule, out, (x,))
+
+
+@primitive("round", grad=_zero_rule, batch="elementwise", methods=("round",), torch="round")
+def round(x):  # noqa: A001 - PyTorch's name, used as kit.round
+    """Round to the nearest integer, halves to even (as PyTorch and NumPy); recorded with a
+    zero gradient. An integer tensor comes back unchanged (a copy)."""
+    d = x._data
+    if d.dtype.kind != "f":
+        return Tensor(d.copy())
+    return record("round", _zero_rule, backend.get_array_module(d).round(d), (x,))
