@@ -471,6 +471,9 @@ class Tensor:
     def double(self):
         return self.to(float64)
 
+    def half(self):
+        return self.to(float16)
+
     def long(self):
         return self.to(int64)
 

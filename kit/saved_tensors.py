@@ -70,7 +70,9 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
 
 
 def _to_cpu(t):
-    return t.device, t.to("cpu")
+    # NOTE: detached first: on the CPU `to` returns the tensor itself, and a node keeping its own
+    # output Tensor would be a reference cycle (freed only by the garbage collector)
+    return t.device, t.detach().to("cpu")
 
 
 def _to_device(packed):

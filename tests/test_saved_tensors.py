@@ -5,7 +5,9 @@ program run on kit.torch and on real PyTorch and compared where PyTorch is insta
 from __future__ import annotations
 
 import doctest
+import gc
 import threading
+import weakref
 
 import fake_cupy
 import numpy as np
@@ -371,6 +373,20 @@ def test_a_functions_saved_items_are_its_saved_tensors():
     x = kit.tensor([1.0, 2.0], requires_grad=True)
     ((name, value),) = Square.apply(x).grad_fn.saved_items()
     assert name == "saved_tensors[0]" and value is x
+
+
+def test_save_on_cpu_makes_no_reference_cycle():
+    x = kit.tensor([0.5, -1.0], requires_grad=True)
+    gc.collect()
+    gc.disable()
+    try:
+        with ktorch.autograd.graph.save_on_cpu():
+            y = x.exp()  # exp keeps its output
+        alive = weakref.ref(y)
+        del y
+        assert alive() is None  # freed by reference counting, no cycle through the node
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("torch", LIBS)
