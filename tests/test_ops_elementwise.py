@@ -147,6 +147,16 @@ def test_where_with_a_scalar_and_a_tensor_condition():
     np.testing.assert_array_equal(host(x.grad), [0.0, 1.0, 0.0])
 
 
+def test_where_of_two_numbers_has_pytorchs_default_dtypes():
+    torch = pytest.importorskip("torch")
+    cond = np.array([True, False])
+    for a, b in ((1.0, -1.0), (1, -1), (1, -1.0), (True, False)):
+        want = torch.where(torch.from_numpy(cond), a, b)
+        got = kit.where(kit.tensor(cond), a, b)
+        assert str(got.dtype) == str(want.dtype).removeprefix("torch."), (a, b)
+        np.testing.assert_array_equal(host(got), want.numpy())
+
+
 def test_where_needs_a_bool_condition():
     x = leaf([1.0, 2.0])
     with pytest.raises(TypeError, match="kit.where: condition must be a bool tensor"):

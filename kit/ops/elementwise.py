@@ -345,6 +345,9 @@ def where(condition, a, b):
         out = _select(xp, cond, x, y)
     except ValueError:
         raise shape_error("where", cond, x, y, detail=BROADCAST) from None
+    if not (hasattr(x, "dtype") or hasattr(y, "dtype")):
+        # NOTE: two Python numbers: PyTorch's default dtypes (float32, int64), not NumPy's
+        out = out.astype(result_type(x, y), copy=False)
     return record("where", _where_rule, out, (None, a, b), (cond,))
 
 
