@@ -225,3 +225,11 @@ def test_gradients_keep_the_input_dtype():
     z = kit.tensor([1.0, 2.0], requires_grad=True)
     (z * np.float64(2.0) + 1).sum().backward()
     assert z.grad.dtype == kit.float32
+
+
+def test_sigmoid_is_exact_to_a_few_ulps_far_into_both_tails():
+    x = np.array([-80.0, -60.0, -20.0, -10.0, -1e-3, 0.0, 1e-3, 10.0, 20.0, 60.0], np.float32)
+    got = kit.sigmoid(kit.tensor(x)).numpy()
+    want = 1 / (1 + np.exp(-x.astype(np.float64)))
+    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(np.float32).eps, atol=0)
+    assert got.dtype == np.float32

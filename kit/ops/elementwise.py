@@ -255,13 +255,16 @@ sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda node, g, y: (g / (2 * y),
               torch="sqrt", mx="sqrt")
 tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda node, g, y: (g * (1 - y * y),), "y",
               torch="tanh", mx="tanh")
-sigmoid = _unary(
-    "sigmoid",
-    lambda xp, x: 0.5 * (xp.tanh(0.5 * x) + 1),  # NOTE: stable for large |x|, no overflow warning
-    lambda node, g, y: (g * y * (1 - y),),
-    "y",
-    torch="sigmoid", mx="sigmoid",
-)
+def _sigmoid(xp, x):
+    # NOTE: exp of -|x| only, so nothing overflows; 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x)
+    # below, each exact to a few ulps (0.5 * (tanh(x / 2) + 1) loses everything below x = -17 in
+    # float32: sigmoid(-20) came out 0, not 2e-9)
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1, e) / (1 + e)
+
+
+sigmoid = _unary("sigmoid", _sigmoid, lambda node, g, y: (g * y * (1 - y),), "y",
+                 torch="sigmoid", mx="sigmoid")
 def _abs_rule(node, g, x):
     # NOTE: the subgradient at 0 is 0 (sign(0) = 0), as in PyTorch. With create_graph the sign is
     # a recorded op (its own gradient is 0), so the gradient requires grad as PyTorch's does.

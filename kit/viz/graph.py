@@ -206,6 +206,8 @@ class _Builder:
 
     def _leaf(self, node):
         t = node.variable
+        if t is None:  # nothing keeps the leaf any more (a temporary): drawn from its node
+            return self._freed_leaf(node)
         known = self.ids.get(("leaf", id(t)))
         if known is not None:
             return known
@@ -216,6 +218,17 @@ class _Builder:
             grad = self._received(node, 0)
         node_id = self.ids[("leaf", id(t))] = self._tensor(t, role, grad=grad, node=node)
         return node_id
+
+    def _freed_leaf(self, node):
+        key = ("freed leaf", id(node))
+        if key not in self.ids:
+            (shape, dtype), = node.output_meta
+            attributes = {"role": "leaf", "name": "leaf (freed)", "shape": tuple(shape),
+                          "dtype": str(dtype), "freed": True}
+            grad = self._received(node, 0) if self.flow is not None else None
+            self.ids[key] = self._node(
+                "tensor", ["leaf (freed)", f"{fmt_shape(shape)} {dtype}"], attributes, grad)
+        return self.ids[key]
 
     def _op(self, node, members=None):
         kind = "chain" if members else "custom" if node.kind == "custom" else "op"
