@@ -233,3 +233,7 @@ def test_sigmoid_is_exact_to_a_few_ulps_far_into_both_tails():
     want = 1 / (1 + np.exp(-x.astype(np.float64)))
     np.testing.assert_allclose(got, want, rtol=4 * np.finfo(np.float32).eps, atol=0)
     assert got.dtype == np.float32
+    torch = pytest.importorskip("torch")  # and, where e^-x overflows, PyTorch's 0
+    tails = np.array([-100.0, -88.0, 88.0, 100.0], np.float32)
+    np.testing.assert_array_equal(kit.sigmoid(kit.tensor(tails)).numpy(),
+                                  torch.sigmoid(torch.from_numpy(tails)).numpy())

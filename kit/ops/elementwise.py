@@ -256,11 +256,11 @@ sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda node, g, y: (g / (2 * y),
 tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda node, g, y: (g * (1 - y * y),), "y",
               torch="tanh", mx="tanh")
 def _sigmoid(xp, x):
-    # NOTE: exp of -|x| only, so nothing overflows; 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x)
-    # below, each exact to a few ulps (0.5 * (tanh(x / 2) + 1) loses everything below x = -17 in
-    # float32: sigmoid(-20) came out 0, not 2e-9)
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1, e) / (1 + e)
+    # NOTE: PyTorch's formula, 1 / (1 + e^-x): exact to a few ulps in both tails (the form
+    # 0.5 * (tanh(x / 2) + 1) gave 0 for sigmoid(-20) in float32), and 0 where e^-x overflows
+    # (x < -88.7 in float32), as in PyTorch. That overflow is expected: not warned about.
+    with np.errstate(over="ignore"):
+        return 1 / (1 + xp.exp(-x))
 
 
 sigmoid = _unary("sigmoid", _sigmoid, lambda node, g, y: (g * y * (1 - y),), "y",
