@@ -259,8 +259,9 @@ def _sigmoid(xp, x):
     # NOTE: PyTorch's formula, 1 / (1 + e^-x): exact to a few ulps in both tails (the form
     # 0.5 * (tanh(x / 2) + 1) gave 0 for sigmoid(-20) in float32), and 0 where e^-x overflows
     # (x < -88.7 in float32), as in PyTorch. That overflow is expected: not warned about.
+    # x * -1, not -x: NumPy refuses to negate a bool array, which PyTorch's sigmoid takes
     with np.errstate(over="ignore"):
-        return 1 / (1 + xp.exp(-x))
+        return 1 / (1 + xp.exp(x * -1))
 
 
 sigmoid = _unary("sigmoid", _sigmoid, lambda node, g, y: (g * y * (1 - y),), "y",
