@@ -162,13 +162,13 @@ def pack(hooks, t, output=None, array=False):
         )
     saved = SavedTensor()
     saved.shape, saved.dtype, saved.device = t._data.shape, t._data.dtype, t.device
-    saved.requires_grad = t._rg
+    saved.requires_grad = t.requires_grad  # (a view's history brought up to date first)
     saved._unpack_hook = hooks.unpack_hook
     saved._vc = version_counter(t)
     saved._version = saved._vc[0]
     saved._output = output
     saved._array = array
-    saved._edge = (t._edge or t._leaf_edge()) if t._rg and output is None else None
+    saved._edge = (t._edge or t._leaf_edge()) if saved.requires_grad and output is None else None
     hooks._packing = True
     mode = enter(GradMode(False))
     try:
@@ -205,7 +205,7 @@ def pack_node(node, outputs):
         node.out_data = None  # a built-in op's output: the SavedTensor is what is kept now
 
 
-# bound by kit.engine once the Tensor class exists (the modules need each other)
+# bound by kit._tensor once the Tensor class exists (the modules need each other)
 Tensor = version_counter = AccumulateGrad = SavedOutput = None
 
 
