@@ -5,6 +5,7 @@ with the forward's random draws), its errors, and the memory it saves (tracemall
 from __future__ import annotations
 
 import gc
+import sys
 import tracemalloc
 import warnings
 import weakref
@@ -14,11 +15,25 @@ import pytest
 
 import kit
 import kit.torch as ktorch
+from kit._creation import rng_state, set_rng_state
 from kit.checkpoint import CheckpointError
 from tests.torch_oracle import is_kit, libraries
 
 LIBS = libraries()
 RNG = np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def _global_random_states_put_back():
+    """Tests here seed kit's and PyTorch's global generators: put them back afterwards, so that
+    later tests draw the numbers they would have drawn."""
+    kit_state = rng_state()
+    real = sys.modules.get("torch")
+    torch_state = real.random.get_rng_state() if real is not None else None
+    yield
+    set_rng_state(kit_state)
+    if torch_state is not None:
+        real.random.set_rng_state(torch_state)
 WEIGHTS = RNG.standard_normal((4, 4)).astype(np.float32)
 INPUT = RNG.standard_normal((2, 4)).astype(np.float32)
 
