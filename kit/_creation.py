@@ -245,6 +245,16 @@ def _draw(name, draw, shape, dtype, device, requires_grad, generator=None):
     return Tensor(_placed(draw(rng, shape).astype(dtype), device), requires_grad)
 
 
+def rng_state():
+    """The state of kit's random generator (NumPy's bit-generator state, a dict), for
+    `set_rng_state`: activation checkpointing replays a forward's random draws with it."""
+    return _Random.generator.bit_generator.state
+
+
+def set_rng_state(state):
+    _Random.generator.bit_generator.state = state
+
+
 def _random(name, draw):
     def create(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False):
         return _draw(name, draw, _shape(name, shape, size), dtype, device, requires_grad,

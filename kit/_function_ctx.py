@@ -94,6 +94,15 @@ class FunctionCtx:
             )
         return tuple(node.unpack_saved(True))
 
+    def _saved_sources(self):
+        """saved_tensors as @once_differentiable looks at them (for their autograd identity),
+        without running unpack hooks again: an unpack hook runs once per access in backward,
+        as in PyTorch, and a checkpoint's value can be handed over only once."""
+        node = self._node
+        if node is None:
+            return self._saved
+        return tuple(node.unpack_saved(True, hooks=False))
+
     def _has_saved(self):
         node = self._node
         return bool(self._saved) if node is None else node.saved not in ((), FREED)

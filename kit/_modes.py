@@ -38,7 +38,9 @@ class _Switches(threading.local):
     anomaly = False  # detect_anomaly: ops keep their forward stack; backward errors name it
     check_nan = True  # ... and gradients are checked for NaN (PyTorch's default)
     keep_outputs = False  # new nodes keep a weak reference to their output (kit.viz)
-    extras = False  # anomaly or keep_outputs: one read tells record() whether to look at either
+    saved_hooks = None  # the innermost saved_tensors_hooks (kit/saved_tensors.py)
+    # anomaly, keep_outputs or saved_hooks: one read tells record() whether to look at any
+    extras = False
     profiler = None  # the running kit.profiler's Recorder (the engine reads it once per backward)
     depth = 0  # > 0: primitives dispatch BatchedTensors (kit.func.vmap)
     transforms = 0  # > 0: Function.apply is routed through kit.func

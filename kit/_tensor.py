@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from kit import _views, backend, engine
+from kit import _views, backend, engine, saved_tensors
 from kit._errors import ShapeError
 from kit._promotion import default_float
 from kit.engine import AccumulateGrad
@@ -501,6 +501,9 @@ class Tensor:
     def double(self):
         return self.to(float64)
 
+    def half(self):
+        return self.to(float16)
+
     def long(self):
         return self.to(int64)
 
@@ -636,4 +639,5 @@ def _format(t):
 
 
 engine.bind_tensor(Tensor, bump_version)
+saved_tensors.bind(Tensor, version_counter, AccumulateGrad, engine.SavedOutput)
 _views.bind(Tensor, version_counter)

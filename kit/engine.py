@@ -20,9 +20,11 @@ import numpy as np
 
 from kit._anomaly import check_nan, name_forward_line
 from kit._modes import enter, leave
-from kit.grad_mode import STATE, GradMode
+from kit.grad_mode import STATE, BackwardTask
+from kit.saved_tensors import SavedTensor
 
 FREED = object()  # Node.saved once released after a backward without retain_graph
+SAVED_NAMES = {}  # op -> the names of what it saves, from its declaration (kit/ops/_registry.py)
 
 
 class SavedOutput:
@@ -86,7 +88,7 @@ class Node:
 
     Public, read-only attributes used by tools such as kit.viz:
     `name()`, `next_functions`, `kind` ("builtin" or "custom"), `frontend` (for custom ops),
-    `output_meta` ((shape, dtype) per output), `params`, `saved_values()`.
+    `output_meta` ((shape, dtype) per output), `params`, `saved_values()`, `saved_items()`.
     """
 
     __slots__ = (
@@ -128,10 +130,27 @@ class Node:
         return (ref() if ref is not None else None,)
 
     def saved_values(self):
-        """What the node keeps for backward, for display: Tensors, arrays or constants."""
+        """What the node keeps for backward, for display: Tensors, arrays or constants, None
+        for what it did not need to keep, a SavedTensor for what saved-tensor hooks packed."""
         if self.saved is FREED:
             return ()
         return tuple(self._output(v)[0] if type(v) is SavedOutput else v for v in self.saved)
+
+    def saved_items(self):
+        """`saved_values()` with their names, as (name, value) pairs: the names the op's
+        declaration gives ("x" its input, "a" and "b" its operands, "output" its own output;
+        "saved_tensors[i]" for a Function). PyTorch shows the same as `grad_fn._saved_self`,
+        `_saved_other`, `_saved_result`..."""
+        values = self.saved_values()
+        if not values:
+            return ()
+        names = self._saved_names()
+        if len(names) != len(values):
+            names = [f"saved[{i}]" for i in range(len(values))]
+        return tuple(zip(names, values, strict=True))
+
+    def _saved_names(self):
+        return SAVED_NAMES.get(self._name, ())
 
     def _output(self, marker):
         """(array, version counter) of the output a SavedOutput marker names. NOTE: a built-in
@@ -144,9 +163,11 @@ class Node:
     def released(self) -> bool:
         return self.saved is FREED
 
-    def unpack_saved(self, differentiable):
+    def unpack_saved(self, differentiable, hooks=True):
         """The saved values, each checked against its version: Tensors if `differentiable`
-        (a saved output comes back as a Tensor that is that output of this node), else arrays."""
+        (a saved output comes back as a Tensor that is that output of this node), else arrays.
+        With `hooks=False` what saved-tensor hooks packed is not unpacked: a stand-in with the
+        original's autograd identity (and no values) takes its place."""
         saved = self.saved
         if saved is FREED:
             raise RuntimeError(_freed_message(self))
@@ -162,6 +183,8 @@ class Node:
                 if v._vc[0] != expected:
                     check_versions(self)
                 values.append(v if differentiable else v._data)
+            elif type(v) is SavedTensor:  # packed by saved_tensors_hooks
+                values.append(v.unpack(self, differentiable) if hooks else v.stand_in(self))
             else:
                 values.append(v)
         return values
@@ -251,7 +274,7 @@ def check_versions(node, saved=None, versions=None, needed_for="gradient computa
     saved = node.saved if saved is None else saved
     versions = node.versions if versions is None else versions
     for value, expected in zip(saved, versions, strict=True):
-        if expected < 0 or value is None:
+        if expected < 0 or value is None or type(value) is SavedTensor:  # checked when unpacked
             continue
         output = type(value) is SavedOutput
         vc = node._output(value)[1] if output else value._vc
@@ -380,7 +403,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     # NOTE: detect_anomaly's NaN check and a running profiler watch each node; one local tells
     # the loop.
     watch = _watcher(anomaly and STATE.check_nan, STATE.profiler)
-    mode = enter(GradMode(differentiable))
+    mode = enter(BackwardTask(differentiable, capture is not None))
     # NOTE: as in PyTorch, inf/nan in gradients propagate silently; detect_anomaly finds them.
     errors = np.seterr(all="ignore")
     pop_ready, push_ready = ready.pop, ready.append

@@ -21,6 +21,7 @@ from kit._tensor import Tensor, bump_version, version_counter
 from kit.engine import FREED, NO_EDGE, Node, SavedOutput
 from kit.grad_mode import STATE, no_grad
 from kit.ops._vmap import VMAP
+from kit.saved_tensors import pack_node
 
 __all__ = ["Function", "FunctionCtx", "FunctionNode", "once_differentiable"]
 
@@ -29,7 +30,7 @@ class FunctionNode(Node):
     """The graph node of one call to a Function."""
 
     __slots__ = (
-        "ctx", "function", "n_given", "input_meta",
+        "ctx", "function", "n_given", "input_meta", "non_differentiable", "xp",
     )
     kind = "custom"
 
@@ -45,6 +46,9 @@ class FunctionNode(Node):
             (a.shape, a.dtype) if isinstance(a, Tensor) else None for a in inputs
         )
         self.out_data = tuple(o._data if isinstance(o, Tensor) else None for o in outputs)
+        # the outputs' array module: zeros for the gradients of unused outputs
+        self.xp = backend.get_array_module(*(d for d in self.out_data if d is not None))
+        self.non_differentiable = frozenset()  # indices of outputs marked non-differentiable
 
     @property
     def input_names(self):
@@ -67,6 +71,9 @@ class FunctionNode(Node):
     def saved_tensors(self):
         """PyTorch's `y.grad_fn.saved_tensors`: what forward saved (an error once freed)."""
         return self.ctx.saved_tensors
+
+    def _saved_names(self):
+        return tuple(f"saved_tensors[{i}]" for i in range(len(self.saved)))
 
     def __getattr__(self, name):
         # PyTorch's grad_fn of a custom Function is its ctx: `y.grad_fn.k` reads ctx.k.
@@ -92,8 +99,7 @@ class FunctionNode(Node):
         for g, meta in zip(grads, self.output_meta, strict=True):
             if g is None:
                 if ctx.materialize_grads and meta is not None:
-                    xp = backend.get_array_module(self.out_data[len(wrapped)])
-                    g = xp.zeros(meta[0], meta[1])
+                    g = self.xp.zeros(meta[0], meta[1])
                 else:
                     wrapped.append(None)
                     continue
@@ -319,17 +325,24 @@ def _wrap_outputs(cls, ctx, inputs, output, recording, given):
                 o.grad_fn, o._nr, o._edge = node, i, (node, i)
             elif isinstance(o, Tensor):
                 o._rg = False
+                node.non_differentiable |= {i}
         # What ctx saved goes onto the node, kept and checked as a built-in op's saved values are
         # (an output as a SavedOutput marker: no reference cycle through the output Tensor).
         node.saved = tuple(mark_output(t, final) for t in ctx._saved)
         node.versions = tuple(-1 if t is None else t._vc[0] for t in ctx._saved)
         object.__setattr__(ctx, "_saved", ())  # the node holds them now, and frees them
         node.out_vc = tuple(version_counter(o) if isinstance(o, Tensor) else None for o in final)
+        if STATE.saved_hooks is not None and node.saved:
+            pack_node(node, final)
         if ctx._saved_forward:
             object.__setattr__(ctx, "_forward_versions", tuple(
                 -1 if t is None else t._vc[0] for t in ctx._saved_forward))
             object.__setattr__(ctx, "_saved_forward", tuple(
                 mark_output(t, final) for t in ctx._saved_forward))
+        # The node keeps the array of an output only where a marker refers to it: as in
+        # PyTorch, an output nothing saved is freed with its Tensor.
+        kept = {v.index for v in (*node.saved, *ctx._saved_forward) if type(v) is SavedOutput}
+        node.out_data = tuple(d if i in kept else None for i, d in enumerate(node.out_data))
     return final[0] if single else tuple(final)
 
 
@@ -354,7 +367,7 @@ def once_differentiable(backward):
         # NOTE: PyTorch checks only the incoming gradients, so a double backward that depends on
         # the saved tensors alone silently loses that term (the result has no grad_fn). kit
         # also looks at the saved tensors and raises instead.
-        saved = ctx.saved_tensors if isinstance(ctx, FunctionCtx) and ctx._has_saved() else ()
+        saved = ctx._saved_sources() if isinstance(ctx, FunctionCtx) and ctx._has_saved() else ()
         # under kit.func.vmap (jacrev, hessian) values are BatchedTensors: mark the physical ones
         from kit.func._batched import BatchedTensor, physical
         sources = tuple(

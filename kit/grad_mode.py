@@ -13,12 +13,13 @@ import functools
 import inspect
 import sys
 
-from kit._modes import STATE, Mode, set_switch, switch
+from kit._modes import STATE, Mode, active, set_switch, switch
 
 __all__ = [
-    "STATE", "detect_anomaly", "enable_grad", "inference_mode", "is_anomaly_check_nan_enabled",
-    "is_anomaly_enabled", "is_grad_enabled", "is_inference_mode_enabled", "keep_output_refs",
-    "no_grad", "set_detect_anomaly", "set_grad_enabled",
+    "STATE", "BackwardTask", "detect_anomaly", "enable_grad", "inference_mode",
+    "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
+    "is_inference_mode_enabled", "keep_output_refs", "no_grad", "running_backward",
+    "set_detect_anomaly", "set_grad_enabled",
 ]
 
 
@@ -106,6 +107,24 @@ class GradMode(_Decorator):
 
     def clone(self):
         return GradMode(self.flag)
+
+
+class BackwardTask(GradMode):
+    """The entry a running reverse pass pushes (grad mode on only with create_graph). Code run
+    inside the pass (a Function's backward, an unpack hook) finds it with `running_backward()`:
+    activation checkpointing recomputes once per pass (kit/checkpoint.py)."""
+
+    __slots__ = ("grad_call", "__weakref__")
+
+    def __init__(self, create_graph, grad_call):
+        super().__init__(create_graph)
+        self.grad_call = grad_call  # kit.grad or backward(inputs=...): gradients are returned
+
+
+def running_backward():
+    """The innermost reverse pass running on this thread (a BackwardTask), or None."""
+    tasks = active(BackwardTask)
+    return tasks[-1] if tasks else None
 
 
 class _NoArguments(GradMode):
@@ -272,7 +291,7 @@ class set_detect_anomaly(Mode):  # noqa: N801
 
     def switches(self, state):
         return {"anomaly": self.mode, "check_nan": self.check_nan,
-                "extras": self.mode or state.keep_outputs}
+                "extras": self.mode or state.keep_outputs or state.saved_hooks is not None}
 
     def __enter__(self):
         if self._previous is not None:  # undo the call: the block pushes the mode as any other

@@ -107,7 +107,7 @@ SAMPLES = {
                 torch=lambda torch, x: torch.clamp(x, -1.5, 1.2))],
     "eq": [s(A, A * BOOL)], "ne": [s(A, A * BOOL)], "lt": [s(A, B)], "le": [s(A, B)],
     "gt": [s(A, B)], "ge": [s(A, B)],
-    "sign": [s(A)],
+    "sign": [s(A)], "round": [s(A)],
     "isnan": [s(SPECIAL)], "isinf": [s(SPECIAL)], "isfinite": [s(SPECIAL)],
     # reductions
     "sum": [s(A), s(M, 1, True)], "mean": [s(A), s(M, (0, 1), False)],

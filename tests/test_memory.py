@@ -154,3 +154,39 @@ def test_a_functions_saved_tensors_are_freed_after_backward_like_a_builtin_ops()
         z.mul_(2)
     with pytest.raises(RuntimeError, match="its output, saved by ExpBackward, is at version 1"):
         z.sum().backward()
+
+
+def test_a_functions_output_that_nothing_saved_is_freed_with_its_tensor(no_cycle_collector):
+    """As a built-in op's: the node keeps an output's array only if it saved that output."""
+
+    class Double(kit.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g2, g3):
+            return 2 * g2 + 3 * g3
+
+    class ExpF(kit.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    x = leaf(rand(3))
+    a, b = Double.apply(x)
+    e = ExpF.apply(x)
+    arrays = [weakref.ref(a._data), weakref.ref(b._data), weakref.ref(e._data)]
+    y = (a.sum() + b.sum()) * e.sum()  # mul keeps both sums, not a and b themselves
+    del a, b, e
+    assert [r() is None for r in arrays] == [True, True, False]  # ExpF saved its output
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 5 * np.exp(rand(3)).sum() + np.exp(rand(3)) * (
+        5 * rand(3).sum()))

@@ -147,6 +147,16 @@ def test_where_with_a_scalar_and_a_tensor_condition():
     np.testing.assert_array_equal(host(x.grad), [0.0, 1.0, 0.0])
 
 
+def test_where_of_two_numbers_has_pytorchs_default_dtypes():
+    torch = pytest.importorskip("torch")
+    cond = np.array([True, False])
+    for a, b in ((1.0, -1.0), (1, -1), (1, -1.0), (True, False)):
+        want = torch.where(torch.from_numpy(cond), a, b)
+        got = kit.where(kit.tensor(cond), a, b)
+        assert str(got.dtype) == str(want.dtype).removeprefix("torch."), (a, b)
+        np.testing.assert_array_equal(host(got), want.numpy())
+
+
 def test_where_needs_a_bool_condition():
     x = leaf([1.0, 2.0])
     with pytest.raises(TypeError, match="kit.where: condition must be a bool tensor"):
@@ -227,3 +237,15 @@ def test_gradients_keep_the_input_dtype():
     z = kit.tensor([1.0, 2.0], requires_grad=True)
     (z * np.float64(2.0) + 1).sum().backward()
     assert z.grad.dtype == kit.float32
+
+
+def test_sigmoid_is_exact_to_a_few_ulps_far_into_both_tails():
+    x = np.array([-80.0, -60.0, -20.0, -10.0, -1e-3, 0.0, 1e-3, 10.0, 20.0, 60.0], np.float32)
+    got = kit.sigmoid(kit.tensor(x)).numpy()
+    want = 1 / (1 + np.exp(-x.astype(np.float64)))
+    np.testing.assert_allclose(got, want, rtol=4 * np.finfo(np.float32).eps, atol=0)
+    assert got.dtype == np.float32
+    torch = pytest.importorskip("torch")  # and, where e^-x overflows, PyTorch's 0
+    tails = np.array([-100.0, -88.0, 88.0, 100.0], np.float32)
+    np.testing.assert_array_equal(kit.sigmoid(kit.tensor(tails)).numpy(),
+                                  torch.sigmoid(torch.from_numpy(tails)).numpy())

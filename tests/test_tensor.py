@@ -151,6 +151,7 @@ def test_to_cpu_is_a_no_op_and_dtype_moves_are_recorded():
     assert x.to(kit.float32).dtype == kit.float32 and x.float().grad_fn is not None
     assert x.long().dtype == kit.int64 and x.int().dtype == kit.int32
     assert x.bool().dtype == kit.bool_ and x.type() == "float64"
+    assert x.half().dtype == kit.float16 and x.half().double().grad_fn is not None
     with pytest.raises(TypeError, match=r"to\(\) got unexpected keyword arguments \['copy'\]"):
         x.to("cpu", copy=True)
 

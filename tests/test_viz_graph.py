@@ -341,3 +341,13 @@ def test_render_drops_only_fontconfig_warnings(capfd):
     assert _render(NoisyGraph(), "svg") == b"<svg/>"
     err = capfd.readouterr().err
     assert "Fontconfig" not in err and "port b unrecognized" in err
+
+
+def test_a_leaf_nothing_keeps_any_more_is_drawn_from_its_node():
+    """`kit.tensor(2.0, requires_grad=True) * 3`: mul keeps only the number, so the temporary leaf
+    is freed (as its .grad could never be read); the drawing still shows where it was."""
+    y = kit.tensor([2.0, 1.0], requires_grad=True) * 3
+    d = draw_graph(y.sum())
+    (freed,) = [n for n in d.nodes if n["attributes"].get("freed")]
+    assert freed["label"].startswith("leaf (freed)") and freed["attributes"]["shape"] == (2,)
+    assert len(d.nodes) == 4 and len(d.edges) == 3  # leaf -> mul -> sum -> output

@@ -198,3 +198,11 @@ def test_with_fallback_stores_a_plot_as_png():
     assert metadata == {"image/png": {"width": 576, "height": 307}}  # 6 x 3.2 inches at 96 dpi
     assert bundle["image/png"].startswith("iVBORw0KGgo")  # base64 of the PNG signature
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_step_backward_names_a_freed_leaf():
+    sb = step_backward((kit.tensor([2.0, 1.0], requires_grad=True) * 3).sum())
+    sb.go(1)
+    assert sb.frame.passed == [("a freed leaf", "[3, 3]")]
+    sb.go(2)
+    assert sb.frame.node_name == "AccumulateGrad: adds it into .grad of a freed leaf"

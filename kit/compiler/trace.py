@@ -273,6 +273,8 @@ class Tracer:
         step.need = tuple(bool(e) for e in node.next_functions)
         step.saved, step.grads_to = saved, grads_to
         self.saved_slots.update(r.slot for r in saved if isinstance(r, Ref))
+        if any(v is OUT for v in saved):  # a rule that reads the op's output (exp, tanh...)
+            self.saved_slots.add(step.outs[index])
 
     def _saved_ref(self, v, step):
         if type(v) is SavedOutput:

@@ -146,11 +146,8 @@ def _output_tangents(node, result, differentiable):
 
 def _non_differentiable(node):
     """Indices of the outputs that are not differentiable Tensors (non-tensors, or marked)."""
-    marked = node.ctx._non_differentiable
-    return {
-        k for k, meta in enumerate(node.output_meta)
-        if meta is None or any(t._data is node.out_data[k] for t in marked)
-    }
+    return {k for k, meta in enumerate(node.output_meta)
+            if meta is None or k in node.non_differentiable}
 
 
 # --- Functions without jvp: their backward is differentiated again ---------------------------

@@ -22,6 +22,7 @@ from kit._promotion import cast_scalar, default_float, result_type
 from kit._tensor import Tensor, version_counter
 from kit.engine import NO_EDGE, OUTPUT, Node
 from kit.grad_mode import STATE
+from kit.saved_tensors import pack_node
 
 # One shared output_meta tuple per (shape, dtype): fewer long-lived objects per recorded op, so
 # the cyclic garbage collector, which scans them all as a graph grows, has less to do.
@@ -33,11 +34,12 @@ _VERSIONS = {
 }
 
 
-def record(op, rule, out, inputs, saved=(), params=None):
+def record(op, rule, out, inputs, saved=(), params=None, keep=None):
     """Wrap the array `out` as a Tensor; attach a Node if a Tensor input requires grad.
 
     A result whose array is a view of an input's array becomes a view of that input's base
-    (kit/_views.py): no op has to say that it makes views.
+    (kit/_views.py): no op has to say that it makes views. `keep(saved, edges)`, where an op
+    gives one, drops (as None) what the gradients of the inputs that need one do not use.
     """
     y = Tensor(out)
     out = y._data
@@ -60,6 +62,8 @@ def record(op, rule, out, inputs, saved=(), params=None):
         edges += (NO_EDGE,)
     if not need:
         return y
+    if keep is not None:
+        saved = keep(saved, edges)
     versions = ()
     saves_output = False
     for v in saved:
@@ -87,13 +91,21 @@ def record(op, rule, out, inputs, saved=(), params=None):
     y._rg = True
     y._grad_fn = node
     y._edge = (node, 0)
-    if STATE.extras:  # NOTE: one read per op for both
+    if STATE.extras:  # NOTE: one read per op for all three
         if STATE.anomaly:
             capture_stack(node, 2)  # record and the op's function
         if STATE.keep_outputs:
             node.out_ref = weakref.ref(y)
+        if STATE.saved_hooks is not None and saved:
+            pack_node(node, (y,))
     return y
 
+
+def cross(saved, edges):
+    """`keep` for a product (mul, matmul, linear): each operand's gradient uses only the other
+    operand, so an operand is kept only when the other one needs a gradient, as in PyTorch."""
+    a, b = saved
+    return (a if edges[1] else None, b if edges[0] else None)
 
 
 def constant(value, like, op):

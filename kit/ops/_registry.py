@@ -36,6 +36,7 @@ import inspect
 import textwrap
 from dataclasses import dataclass
 
+from kit.engine import SAVED_NAMES
 from kit.ops._vmap import VMAP
 
 OPS = {}  # op name -> Op, in declaration order
@@ -76,6 +77,8 @@ def _register(name, fn, kind, **fields):
     for key in ("torch", "mx", "methods", "inplace"):
         fields[key] = _names(fields.get(key))
     OPS[name] = Op(name, fn, kind, **fields)
+    if fields.get("saves"):
+        SAVED_NAMES[name] = tuple(fields["saves"].split(", "))
     return fn
 
 

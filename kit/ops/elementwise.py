@@ -18,6 +18,7 @@ from kit.engine import OUTPUT
 from kit.ops._record import (
     as_dtype_of,
     check_same_device,
+    cross,
     data_of,
     dual,
     pair,
@@ -34,7 +35,10 @@ BROADCAST = (
 )
 
 
-def _binary(op, compute, rule, saves, check=None, **names):
+def _binary(op, compute, rule, keep, check=None, **names):
+    """A binary primitive: `compute(x, y)` forward, `rule(node, g, a, b)`. It saves nothing if
+    `keep` is None, else its operands, pruned by `keep` (see record)."""
+
     def fn(a, b):
         if check is not None:
             check(a, b)
@@ -63,11 +67,13 @@ def _binary(op, compute, rule, saves, check=None, **names):
         except OverflowError:  # a Python int that does not fit the tensor's integer dtype
             a, b, x, y = pair(a, b, op)
             out = compute(x, y)
-        return record(op, rule, out, (a, b), (a, b) if saves else ())
+        if keep is None:
+            return record(op, rule, out, (a, b))
+        return record(op, rule, out, (a, b), (a, b), None, keep)
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} with broadcasting; Python numbers are accepted on either side."
-    return declare(op, fn, grad=rule, saves="a, b" if saves else "", batch="broadcasting",
+    return declare(op, fn, grad=rule, saves="" if keep is None else "a, b", batch="broadcasting",
                    expr=lambda xp, x, y: compute(x, y), **names)
 
 
@@ -97,7 +103,7 @@ def _unary(op, compute, rule, save, floating=True, **names):
 
 # --- arithmetic -----------------------------------------------------------------------------
 add = _binary(
-    "add", lambda x, y: x + y, lambda node, g: (g, g), False,
+    "add", lambda x, y: x + y, lambda node, g: (g, g), None,
     methods=("__add__", ("__radd__", reflected), ("add", with_alpha)),
     inplace=("__iadd__", "add_"), fast=operator.iadd, mx=("broadcast_add", "elemwise_add"),
 )
@@ -111,7 +117,7 @@ def _no_bool(a, b):
 
 
 sub = _binary(
-    "sub", lambda x, y: x - y, lambda node, g: (g, -g), False,
+    "sub", lambda x, y: x - y, lambda node, g: (g, -g), None,
     methods=("__sub__", ("__rsub__", reflected), ("sub", with_alpha)),
     inplace=("__isub__", "sub_"), fast=operator.isub, mx=("broadcast_sub", "elemwise_sub"),
     check=_no_bool,
@@ -141,13 +147,19 @@ def _integral(v):
     return v.dtype.kind in "biu" if hasattr(v, "dtype") else not isinstance(v, float)
 
 
+def _dividend_if_needed(saved, edges):
+    """`keep` for div: the divisor serves both gradients, the dividend only the divisor's."""
+    a, b = saved
+    return (a if edges[1] else None, b)
+
+
 mul = _binary(
-    "mul", lambda x, y: x * y, _mul_rule, True,
+    "mul", lambda x, y: x * y, _mul_rule, cross,
     methods=("__mul__", ("__rmul__", reflected), "mul"), inplace=("__imul__", "mul_"),
     fast=operator.imul, torch="mul", mx=("broadcast_mul", "elemwise_mul"),
 )
 div = _binary(
-    "div", _true_divide, _div_rule, True,
+    "div", _true_divide, _div_rule, _dividend_if_needed,
     methods=("__truediv__", ("__rtruediv__", reflected), "div"),
     inplace=("__itruediv__", "div_"), fast=operator.itruediv, torch="div",
     mx=("broadcast_div", "elemwise_div"),
@@ -204,7 +216,7 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
             raise NotImplementedError("\"pow\" not implemented for 'Bool' (kit.pow, as in "
                                       "PyTorch). Fix: convert first, e.g. x.int() ** y")
         out = x.copy() if y else backend.get_array_module(x).ones_like(x)  # bool ** True/False
-        return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
+        return record("pow", _pow_rule, out, (a, b), _pow_saves(a, b))
     try:
         out = _power(np, x, y)
     except ValueError as exc:
@@ -214,7 +226,13 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
             raise RuntimeError("kit.pow: Integers to negative integer powers are not allowed. "
                                "Fix: use a float base, e.g. x.float() ** -1") from None
         out = _int_power(x, y)
-    return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
+    return record("pow", _pow_rule, out, (a, b), _pow_saves(a, b))
+
+
+def _pow_saves(a, b):
+    # NOTE: as PyTorch, the output is kept only for a tensor exponent: a number exponent has no
+    # gradient, and the base's gradient does not use the output.
+    return (a, b, OUTPUT if isinstance(b, Tensor) else None)
 
 
 def _negate(xp, x):
@@ -246,13 +264,17 @@ sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda node, g, y: (g / (2 * y),
               torch="sqrt", mx="sqrt")
 tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda node, g, y: (g * (1 - y * y),), "y",
               torch="tanh", mx="tanh")
-sigmoid = _unary(
-    "sigmoid",
-    lambda xp, x: 0.5 * (xp.tanh(0.5 * x) + 1),  # NOTE: stable for large |x|, no overflow warning
-    lambda node, g, y: (g * y * (1 - y),),
-    "y",
-    torch="sigmoid", mx="sigmoid",
-)
+def _sigmoid(xp, x):
+    # NOTE: PyTorch's formula, 1 / (1 + e^-x): exact to a few ulps in both tails (the form
+    # 0.5 * (tanh(x / 2) + 1) gave 0 for sigmoid(-20) in float32), and 0 where e^-x overflows
+    # (x < -88.7 in float32), as in PyTorch. That overflow is expected: not warned about.
+    # x * -1, not -x: NumPy refuses to negate a bool array, which PyTorch's sigmoid takes
+    with np.errstate(over="ignore"):
+        return 1 / (1 + xp.exp(x * -1))
+
+
+sigmoid = _unary("sigmoid", _sigmoid, lambda node, g, y: (g * y * (1 - y),), "y",
+                 torch="sigmoid", mx="sigmoid")
 def _abs_rule(node, g, x):
     # NOTE: the subgradient at 0 is 0 (sign(0) = 0), as in PyTorch. With create_graph the sign is
     # a recorded op (its own gradient is 0), so the gradient requires grad as PyTorch's does.
@@ -338,6 +360,9 @@ def where(condition, a, b):
         out = _select(xp, cond, x, y)
     except ValueError:
         raise shape_error("where", cond, x, y, detail=BROADCAST) from None
+    if not (hasattr(x, "dtype") or hasattr(y, "dtype")):
+        # NOTE: two Python numbers: PyTorch's default dtypes (float32, int64), not NumPy's
+        out = out.astype(result_type(x, y), copy=False)
     return record("where", _where_rule, out, (None, a, b), (cond,))
 
 
@@ -472,8 +497,10 @@ isinf = _classify("isinf", lambda xp, d: xp.isinf(d))
 isfinite = _classify("isfinite", lambda xp, d: xp.isfinite(d))
 
 
-def _sign_rule(node, g):
-    return (g * 0,)  # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0
+def _zero_rule(node, g):
+    # NOTE: a step function's derivative, 0 almost everywhere; recorded all the same, as
+    # PyTorch's SignBackward0 and RoundBackward0
+    return (g * 0,)
 
 
 def _signs(xp, d):
@@ -482,7 +509,7 @@ def _signs(xp, d):
     return xp.where(xp.isnan(d), 0, xp.sign(d)).astype(d.dtype)  # NOTE: sign(nan) is 0, as PyTorch
 
 
-@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), torch="sign",
+@primitive("sign", grad=_zero_rule, batch="elementwise", methods=("sign",), torch="sign",
            expr=_signs)
 def sign(x):
     """Sign of each element; recorded with a zero gradient (as PyTorch). bool stays bool."""
@@ -492,4 +519,12 @@ def sign(x):
     out = _signs(backend.get_array_module(d), d)
     if d.dtype.kind != "f":
         return Tensor(out)
-    return record("sign", _sign_rule, out, (x,))
+    return record("sign", _zero_rule, out, (x,))
+@primitive("round", grad=_zero_rule, batch="elementwise", methods=("round",), torch="round")
+def round(x):  # noqa: A001 - PyTorch's name, used as kit.round
+    """Round to the nearest integer, halves to even (as PyTorch and NumPy); recorded with a
+    zero gradient. An integer tensor comes back unchanged (a copy)."""
+    d = x._data
+    if d.dtype.kind != "f":
+        return Tensor(d.copy())
+    return record("round", _zero_rule, backend.get_array_module(d).round(d), (x,))

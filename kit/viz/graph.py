@@ -2,7 +2,7 @@
 
 `graph_data` walks the graph from the outputs breadth first, with an explicit queue (never
 recursion), through the public node attributes only: `op`, `name()`, `next_functions`, `kind`,
-`frontend`, `output_meta`, `outputs()`, `saved_values()`, `released()` and
+`frontend`, `output_meta`, `outputs()`, `saved_values()`, `saved_items()`, `released()` and
 `AccumulateGrad.variable`. A user's custom op is read exactly like a built-in one.
 
 An op node shows the value it produced when the graph still reaches it: as a tensor a later op
@@ -20,6 +20,7 @@ import numpy as np
 
 from kit._tensor import Tensor
 from kit.engine import AccumulateGrad
+from kit.saved_tensors import SavedTensor
 from kit.viz._style import (
     EXPLODING,
     VANISHING,
@@ -205,6 +206,8 @@ class _Builder:
 
     def _leaf(self, node):
         t = node.variable
+        if t is None:  # nothing keeps the leaf any more (a temporary): drawn from its node
+            return self._freed_leaf(node)
         known = self.ids.get(("leaf", id(t)))
         if known is not None:
             return known
@@ -215,6 +218,17 @@ class _Builder:
             grad = self._received(node, 0)
         node_id = self.ids[("leaf", id(t))] = self._tensor(t, role, grad=grad, node=node)
         return node_id
+
+    def _freed_leaf(self, node):
+        key = ("freed leaf", id(node))
+        if key not in self.ids:
+            (shape, dtype), = node.output_meta
+            attributes = {"role": "leaf", "name": "leaf (freed)", "shape": tuple(shape),
+                          "dtype": str(dtype), "freed": True}
+            grad = self._received(node, 0) if self.flow is not None else None
+            self.ids[key] = self._node(
+                "tensor", ["leaf (freed)", f"{fmt_shape(shape)} {dtype}"], attributes, grad)
+        return self.ids[key]
 
     def _op(self, node, members=None):
         kind = "chain" if members else "custom" if node.kind == "custom" else "op"
@@ -308,12 +322,17 @@ class _Builder:
                 self._find(target)["attributes"]["released"] = True
                 self._find(target)["label"] += "\n(saved values released)"
                 continue
-            for value in node.saved_values():
+            for name, value in node.saved_items():
                 source = self._saved_source(value)
                 if source is not None:
-                    self._edge("saved", source, target, {})
+                    self._edge("saved", source, target, {"name": name})
 
     def _saved_source(self, value):
+        if isinstance(value, SavedTensor):  # packed by saved-tensor hooks: not unpacked here
+            return self._node(
+                "saved", ["saved (packed)", f"{fmt_shape(value.shape)} {value.dtype}"],
+                {"shape": tuple(value.shape), "dtype": str(value.dtype),
+                 "packed": type(value.packed).__name__})
         if isinstance(value, Tensor):
             known = self.ids.get(("leaf", id(value)))
             if known is None and value.grad_fn is not None:

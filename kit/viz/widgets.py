@@ -345,6 +345,8 @@ class StepBackward(View):
     def _describe(self, node):
         if type(node) is AccumulateGrad:
             t = node.variable
+            if t is None:  # nothing keeps the leaf any more
+                return "a freed leaf"
             name = self.names.get(id(t)) or t.name
             return f"leaf {name}" if name else f"leaf of shape {tuple(t.shape)}"
         return node.name()

@@ -1,5 +1,6 @@
-"""`torch.utils`: only `torch.utils.data` (kit.data under PyTorch's names)."""
+"""`torch.utils`: `torch.utils.data` (kit.data under PyTorch's names) and
+`torch.utils.checkpoint` (kit/checkpoint.py)."""
 
-from kit.torch.utils import data
+from kit.torch.utils import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
