@@ -268,9 +268,10 @@ def _sigmoid(xp, x):
     # NOTE: PyTorch's formula, 1 / (1 + e^-x): exact to a few ulps in both tails (the form
     # 0.5 * (tanh(x / 2) + 1) gave 0 for sigmoid(-20) in float32), and 0 where e^-x overflows
     # (x < -88.7 in float32), as in PyTorch. That overflow is expected: not warned about.
-    # x * -1, not -x: NumPy refuses to negate a bool array, which PyTorch's sigmoid takes
+    # NOTE: 0 - x, not -x or x * -1: NumPy refuses to negate a bool array and to multiply a uint8
+    # one by -1, both of which PyTorch's sigmoid takes (fn() recomputes them as floats)
     with np.errstate(over="ignore"):
-        return 1 / (1 + xp.exp(x * -1))
+        return 1 / (1 + xp.exp(0 - x))
 
 
 sigmoid = _unary("sigmoid", _sigmoid, lambda node, g, y: (g * y * (1 - y),), "y",
