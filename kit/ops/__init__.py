@@ -17,6 +17,7 @@ from kit.ops import (
     composite,
     conv,  # noqa: F401 - imported to declare its ops (not in __all__: see below)
     elementwise,
+    elementwise_math,
     extra,
     linalg,
     movement,
@@ -35,6 +36,7 @@ concatenate = movement.cat  # NumPy's name for cat
 # kit.nn this module instead of the module layer.
 __all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "norms",
            "reductions", "sorting", "view_ops"]
+__all__ += ["elementwise_math"]  # the ops real programs need (issue 12)
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 
