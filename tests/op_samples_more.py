@@ -8,7 +8,7 @@ the generic gradient checks skip them and tests/test_ops_math.py checks the erro
 from __future__ import annotations
 
 import numpy as np
-from op_samples import RNG, A, B, D, nonzero, positive, s, uniform
+from op_samples import RNG, A, B, D, M, nonzero, positive, s, uniform
 
 FRACTIONAL = np.floor(uniform(3, 4) * 3) + RNG.uniform(0.2, 0.4, size=(3, 4))  # far from .0/.5
 NANS = np.array([[np.nan, 1.5, -0.5], [2.0, np.nan, 3.0]])
@@ -16,6 +16,9 @@ SPECIAL = np.array([[np.nan, 1.5, np.inf], [-np.inf, -0.5, 2.0]])
 STEPS = np.array([[-1, 0, 2], [0, 3, -5]])
 
 NOT_DIFFERENTIABLE = {"heaviside"}
+# Ops whose result shape depends on the data: vmap refuses them (tests/test_ops_selection.py).
+NO_VMAP = {"nonzero", "argwhere", "unique"}
+COUNTS = np.array([[0, 1, 0, 2], [3, 0, 0, 1], [1, 1, 0, 0]])
 
 SAMPLES_MORE = {
     # kit/ops/elementwise_math.py
@@ -41,4 +44,41 @@ SAMPLES_MORE = {
                 s(A, B, nonzero(uniform(2, 3)), call=lambda f, x, a, b: f(x, a, b, value=-2),
                   torch=lambda torch, x, a, b: torch.addcdiv(x, a, b, value=-2))],
     "clamp_min": [s(D, 0.3)], "clamp_max": [s(D, 0.3)],
+    # kit/ops/selection.py
+    "index_select": [s(M, 1, np.array([3, 0, 3])), s(M, 0, np.array([2]))],
+    "masked_select": [s(M, M > 0.5), s(M, np.array([True, False, True, True]))],
+    "take_along_dim": [s(M, np.array([[0], [3], [1]]), 1), s(M, np.array([[2, 0, 1, 1]]), 0),
+                       s(M, np.array([5, 0, 11]))],
+    "repeat_interleave": [s(M, 2), s(M, np.array([1, 0, 3]), 0),
+                          s(M, call=lambda f, x: f(x, 2, dim=1),
+                            torch=lambda torch, x: torch.repeat_interleave(x, 2, dim=1))],
+    "nonzero": [s(COUNTS), s(COUNTS, call=lambda f, x: f(x, as_tuple=True)[1],
+                             torch=lambda torch, x: torch.nonzero(x, as_tuple=True)[1])],
+    "argwhere": [s(COUNTS)],
+    "unique": [s(COUNTS), s(COUNTS, call=lambda f, x: f(x, True, True, True),
+                            torch=lambda torch, x: torch.unique(x, True, True, True)),
+               s(COUNTS, call=lambda f, x: f(x, return_inverse=True, dim=1),
+                 torch=lambda torch, x: torch.unique(x, return_inverse=True, dim=1))],
+    # kit/ops/rearrange.py
+    "flip": [s(M, (0, 1)), s(uniform(2, 3, 2), [-1])],
+    "fliplr": [s(M)], "flipud": [s(M)],
+    "roll": [s(M, 2), s(M, (1, -1), (0, 1)), s(M, -5, 1)],
+    "tril": [s(M), s(uniform(2, 3, 3), -1)], "triu": [s(M, 1), s(uniform(2, 3, 3))],
+    "diag": [s(B), s(B, -2), s(M, 1)],
+    "diag_embed": [s(A), s(A, 1, 0, 2), s(B, -1, -1, -2)],
+    "trace": [s(M)],
+    "atleast_1d": [s(uniform())], "atleast_2d": [s(B)], "atleast_3d": [s(M)],
+    "hstack": [s(A, M[:2], call=lambda f, a, b: f([a, b]),
+                 torch=lambda torch, a, b: torch.hstack([a, b]))],
+    "vstack": [s(B, A, call=lambda f, a, b: f([a, b]),
+                 torch=lambda torch, a, b: torch.vstack([a, b]))],
+    "dstack": [s(A, A + 1, call=lambda f, a, b: f([a, b]),
+                 torch=lambda torch, a, b: torch.dstack([a, b]))],
+    "column_stack": [s(B, M[:, :2], call=lambda f, a, b: f([a, b]),
+                       torch=lambda torch, a, b: torch.column_stack([a, b]))],
+    "meshgrid": [s(B, uniform(2), call=lambda f, a, b: f(a, b, indexing="ij"),
+                   torch=lambda torch, a, b: torch.meshgrid(a, b, indexing="ij")),
+                 s(B, uniform(2), uniform(), call=lambda f, a, b, c: f([a, b, c], indexing="xy"),
+                   torch=lambda torch, a, b, c: torch.meshgrid([a, b, c], indexing="xy"))],
+    "kron": [s(A, uniform(2, 2)), s(B, M)],
 }

@@ -23,7 +23,9 @@ from kit.ops import (
     movement,
     nn,  # noqa: F401 - the same
     norms,
+    rearrange,
     reductions,
+    selection,
     sorting,
     view_ops,
 )
@@ -36,7 +38,7 @@ concatenate = movement.cat  # NumPy's name for cat
 # kit.nn this module instead of the module layer.
 __all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "norms",
            "reductions", "sorting", "view_ops"]
-__all__ += ["elementwise_math"]  # the ops real programs need (issue 12)
+__all__ += ["elementwise_math", "rearrange", "selection"]  # the ops real programs need (issue 12)
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 

@@ -1,6 +1,8 @@
 """Ops that return views, spelt as PyTorch spells them: view, view_as, narrow, unbind, chunk, split,
-diagonal. All but diagonal are composites of reshape and basic indexing (whose results are views,
-see kit/_views.py); diagonal is a primitive, because NumPy's diagonal is a read-only view.
+diagonal. view, view_as, narrow and chunk are composites of reshape, basic indexing (whose results
+are views, see kit/_views.py) and split; diagonal is a primitive, because NumPy's diagonal is a
+read-only view; unbind and split are primitives whose pieces are the outputs of one node, so that
+`output_nr` numbers them 0, 1, 2... as PyTorch does.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ import math
 
 import numpy as np
 
-from kit import backend
+from kit import _views, backend
 from kit._tensor import Tensor
+from kit.engine import Node, backward_name, capture_stack
+from kit.grad_mode import STATE
 from kit.ops._record import record
 from kit.ops._registry import composite, primitive
 from kit.ops.movement import getitem, index_put_add, reshape
@@ -59,14 +63,74 @@ def narrow(x, dim, start, length):
     return getitem(x, (slice(None),) * d + (slice(start, start + length),))
 
 
-@composite("unbind", methods=("unbind",), torch="unbind")
+# --- unbind and split: one node whose outputs are the pieces ---------------------------------
+class _Pieces(Node):
+    """The backward of unbind/split: one node with a gradient slot per piece, so the pieces are
+    its outputs 0, 1, 2... (`output_nr`, as PyTorch's UnbindBackward0 and SplitBackward0)."""
+
+    __slots__ = ()
+    multiple_views = True  # an in-place change of a piece is refused (kit/_views.py), as PyTorch
+
+    def apply(self, grads, differentiable):
+        return self.rule(self, grads)
+
+
+_PIECES = {op: type(backward_name(op), (_Pieces,), {"__slots__": ()})
+           for op in ("unbind", "split", "split_with_sizes")}
+
+
+def _pieces_rule(node, grads):
+    # NOTE: a piece nobody used gets zeros; the pieces' gradients are joined back as they were
+    # cut (stacked for unbind, concatenated for split), so a Tensor g (create_graph) is too.
+    d, stacked = node.params
+    given = next(g for g in grads if g is not None)
+    filled = [g if g is not None else _zeros(given, shape, dtype)
+              for g, (shape, dtype) in zip(grads, node.output_meta, strict=True)]
+    if isinstance(given, Tensor):
+        from kit.ops.movement import cat, stack
+
+        return ((stack if stacked else cat)(filled, d),)
+    xp = backend.get_array_module(given)
+    return ((xp.stack if stacked else xp.concatenate)(filled, d),)
+
+
+def _zeros(like, shape, dtype):
+    if isinstance(like, Tensor):
+        from kit._creation import zeros
+
+        return zeros(shape, dtype=dtype, device=like.device)
+    return backend.get_array_module(like).zeros(shape, dtype)
+
+
+def _pieces(op, x, d, cuts, stacked):
+    """The views x[cut] for each cut (basic indices along dim d); when recorded, the outputs of
+    one node, in order."""
+    if x._base is not None:
+        _views.refresh(x)
+    pieces = tuple(Tensor(x._data[cut]) for cut in cuts)
+    recording = STATE.enabled
+    for piece in pieces:
+        _views.mark(piece, (x,), recording)
+    if recording and x._rg and pieces:
+        node = _PIECES[op](op, _pieces_rule, (x._edge or x._leaf_edge(),), (), (), (d, stacked),
+                           tuple((p.shape, p.dtype) for p in pieces))
+        for i, piece in enumerate(pieces):
+            piece._rg, piece._grad_fn, piece._nr, piece._edge = True, node, i, (node, i)
+        if STATE.extras and STATE.anomaly:
+            capture_stack(node, 2)
+    return pieces
+
+
+@primitive("unbind", grad=_pieces_rule, batch="unbind", methods=("unbind",), torch="unbind")
 def unbind(x, dim=0):
-    """The slices along `dim`, as a tuple of views."""
+    """The slices along `dim`, as a tuple of views (outputs 0, 1, 2... of one node)."""
     d = _dim(x, dim, "unbind")
-    return tuple(getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
+    # (i, ...): a 0-d piece of a 1-D tensor is a view too, not the scalar NumPy gives for x[i]
+    cuts = [(slice(None),) * d + (i, Ellipsis) for i in range(x.shape[d])]
+    return _pieces("unbind", x, d, cuts, True)
 
 
-@composite("split", methods=("split",), torch="split")
+@primitive("split", grad=_pieces_rule, batch="split", methods=("split",), torch="split")
 def split(x, split_size_or_sections, dim=0):
     """Pieces of `split_size` along `dim` (the last may be smaller), or of the listed sizes."""
     d = _dim(x, dim, "split")
@@ -83,11 +147,11 @@ def split(x, split_size_or_sections, dim=0):
                 f"kit.split: split_with_sizes expects split_sizes to sum exactly to {n} (input "
                 f"tensor's size at dimension {dim}), but got split_sizes={sizes}"
             )
-    pieces, start = [], 0
-    for s in sizes:
-        pieces.append(getitem(x, (slice(None),) * d + (slice(start, start + s),)))
-        start += s
-    return tuple(pieces)
+    starts = np.cumsum([0] + sizes[:-1])
+    cuts = [(slice(None),) * d + (slice(int(a), int(a) + s),) for a, s in zip(starts, sizes,
+                                                                             strict=True)]
+    op = "split" if isinstance(split_size_or_sections, int) else "split_with_sizes"
+    return _pieces(op, x, d, cuts, False)
 
 
 @composite("chunk", methods=("chunk",), torch="chunk")
