@@ -8,7 +8,7 @@ the generic gradient checks skip them and tests/test_ops_math.py checks the erro
 from __future__ import annotations
 
 import numpy as np
-from op_samples import RNG, A, B, D, M, nonzero, positive, s, uniform
+from op_samples import RNG, A, B, D, M, V, nonzero, positive, s, uniform
 
 FRACTIONAL = np.floor(uniform(3, 4) * 3) + RNG.uniform(0.2, 0.4, size=(3, 4))  # far from .0/.5
 NANS = np.array([[np.nan, 1.5, -0.5], [2.0, np.nan, 3.0]])
@@ -82,3 +82,57 @@ SAMPLES_MORE = {
                    torch=lambda torch, a, b, c: torch.meshgrid([a, b, c], indexing="xy"))],
     "kron": [s(A, uniform(2, 2)), s(B, M)],
 }
+
+
+def _symmetric(f):
+    """f of the symmetric part of its input: eigh and cholesky read one triangle only, so
+    finite differences need an input whose perturbations keep it symmetric."""
+    return lambda x: f((x + x.mT) * 0.5)
+
+
+SPD = (lambda m: m @ m.T + 3 * np.eye(3))(uniform(3, 3))
+SQUARE = uniform(2, 3, 3) + 2 * np.eye(3)
+SINGULAR = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])  # rank 2
+SAMPLES_MORE.update({
+    # kit/ops/linalg.py's products
+    "bmm": [s(uniform(2, 2, 3), uniform(2, 3, 4))],
+    "addmm": [s(B, A, M[:3, :3]),
+              s(uniform(2, 1), A, M, call=lambda f, x, a, b: f(x, a, b, beta=0.5, alpha=-2),
+                torch=lambda torch, x, a, b: torch.addmm(x, a, b, beta=0.5, alpha=-2))],
+    "baddbmm": [s(uniform(2, 2, 4), uniform(2, 2, 3), uniform(2, 3, 4),
+                  call=lambda f, x, a, b: f(x, a, b, beta=2, alpha=0.5),
+                  torch=lambda torch, x, a, b: torch.baddbmm(x, a, b, beta=2, alpha=0.5))],
+    "tensordot": [s(uniform(2, 3, 4), uniform(3, 4, 2)),
+                  s(uniform(2, 3, 4), uniform(4, 3, 2),
+                    call=lambda f, a, b: f(a, b, ([1, 2], [1, 0])),
+                    torch=lambda torch, a, b: torch.tensordot(a, b, ([1, 2], [1, 0]))),
+                  s(B, V, call=lambda f, a, b: f(a, b, 0),
+                    torch=lambda torch, a, b: torch.tensordot(a, b, 0))],
+    # kit/ops/square_matrices.py
+    "det": [s(SQUARE), s(SINGULAR, torch=lambda torch, x: torch.linalg.det(x)),
+            s(uniform(1, 1))],
+    "inv": [s(SQUARE, torch=lambda torch, x: torch.linalg.inv(x))],
+    "slogdet": [s(SQUARE - 4 * np.eye(3), torch=lambda torch, x: torch.linalg.slogdet(x))],
+    "logdet": [s(SPD)],
+    "solve": [s(SQUARE, uniform(2, 3, 2), torch=lambda torch, a, b: torch.linalg.solve(a, b)),
+              s(SQUARE[0], B, torch=lambda torch, a, b: torch.linalg.solve(a, b)),
+              s(SQUARE, uniform(2, 3), torch=lambda torch, a, b: torch.linalg.solve(a, b)),
+              s(SQUARE[0], uniform(4, 3, 1), torch=lambda torch, a, b: torch.linalg.solve(a, b))],
+    "linalg_solve": [s(SQUARE, uniform(2, 2, 3), call=lambda f, a, b: f(a, b, left=False),
+                       torch=lambda torch, a, b: torch.linalg.solve(a, b, left=False))],
+    "cholesky": [s(SPD, call=lambda f, x: _symmetric(f)(x),
+                   torch=lambda torch, x: _symmetric(torch.linalg.cholesky)(x))],
+    "linalg_cholesky": [s(SPD, call=lambda f, x: _symmetric(lambda y: f(y, upper=True))(x),
+                          torch=lambda torch, x: _symmetric(
+                              lambda y: torch.linalg.cholesky(y, upper=True))(x))],
+    # eigenvectors up to sign: compared through V * V and V diag(w) V^T, which do not see it
+    "eigh": [s(SPD, call=lambda f, x: _symmetric(f)(x)[0],
+               torch=lambda torch, x: _symmetric(torch.linalg.eigh)(x)[0]),
+             s(SPD, call=lambda f, x: _eigh_parts(_symmetric(f)(x)),
+               torch=lambda torch, x: _eigh_parts(_symmetric(torch.linalg.eigh)(x)))],
+})
+
+
+def _eigh_parts(result):
+    w, v = result
+    return w, v * v, (v * w[..., None, :]) @ v.mT

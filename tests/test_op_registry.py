@@ -48,6 +48,7 @@ from kit.ops import (
     reductions,
     selection,
     sorting,
+    square_matrices,
 )
 from kit.ops._registry import OPS
 
@@ -116,7 +117,7 @@ def test_every_public_function_of_a_family_file_is_declared():
                "broadcast_shapes", "erfinv_array", "one_dim"}
     declared = {op.fn for op in OPS.values()}
     for module in (elementwise, reductions, movement, linalg, sorting, composite, nn, conv,
-                   elementwise_math, selection, rearrange):
+                   elementwise_math, selection, rearrange, square_matrices):
         for name, fn in vars(module).items():
             if callable(fn) and getattr(fn, "__module__", None) == module.__name__ and \
                     not name.startswith("_") and not isinstance(fn, type) and name not in helpers:

@@ -3,8 +3,10 @@ on the data, the pieces of unbind/split, and linear algebra over the last two di
 
 from __future__ import annotations
 
-from kit.func._batched import BatchedTensor
-from kit.func._rules import batch_rule
+from kit.func import _rules
+from kit.func._batched import BatchedTensor, make
+from kit.func._rules import align, batch_rule
+from kit.ops import movement
 from kit.ops.reductions import normalize_axis
 
 
@@ -33,3 +35,25 @@ def _unbind(fn, x, dim=0):
 def _split(fn, x, split_size_or_sections, dim=0):
     pieces = fn(x.value, split_size_or_sections, _physical_dim(x, dim, "split"))
     return tuple(BatchedTensor(p, x.levels) for p in pieces)
+
+
+# --- linear algebra over the last two dims ----------------------------------------------------
+@batch_rule("matrix")
+def _matrix(fn, x, *args):
+    """det, inv, eigh...: the batch dims sit in front, where the op batches anyway."""
+    out = fn(x.value, *args)
+    if isinstance(out, tuple):
+        return type(out)(*(BatchedTensor(o, x.levels) for o in out))
+    return BatchedTensor(out, x.levels)
+
+
+@batch_rule("solve")
+def _solve(fn, a, b):
+    # a vector B (per sample) becomes a column, so that aligning the batch dims cannot make a
+    # batch of vectors look like a matrix
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+    if vector:
+        b = _rules._unsqueeze(b, -1)
+    levels, (x, y) = align(a, b)
+    out = fn(x, y)
+    return make(movement.squeeze(out, -1) if vector else out, levels)

@@ -27,6 +27,7 @@ from kit.ops import (
     reductions,
     selection,
     sorting,
+    square_matrices,
     view_ops,
 )
 from kit.ops._registry import OPS
@@ -38,7 +39,8 @@ concatenate = movement.cat  # NumPy's name for cat
 # kit.nn this module instead of the module layer.
 __all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "norms",
            "reductions", "sorting", "view_ops"]
-__all__ += ["elementwise_math", "rearrange", "selection"]  # the ops real programs need (issue 12)
+# the ops real programs need (issue 12)
+__all__ += ["elementwise_math", "rearrange", "selection", "square_matrices"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 

@@ -11,10 +11,9 @@ import math
 
 import numpy as np
 
-from kit import _views, backend
+from kit import backend
 from kit._tensor import Tensor
-from kit.engine import Node, backward_name, capture_stack
-from kit.grad_mode import STATE
+from kit.ops._outputs import node_type, record_outputs
 from kit.ops._record import record
 from kit.ops._registry import composite, primitive
 from kit.ops.movement import getitem, index_put_add, reshape
@@ -64,22 +63,11 @@ def narrow(x, dim, start, length):
 
 
 # --- unbind and split: one node whose outputs are the pieces ---------------------------------
-class _Pieces(Node):
-    """The backward of unbind/split: one node with a gradient slot per piece, so the pieces are
-    its outputs 0, 1, 2... (`output_nr`, as PyTorch's UnbindBackward0 and SplitBackward0)."""
-
-    __slots__ = ()
-    multiple_views = True  # an in-place change of a piece is refused (kit/_views.py), as PyTorch
-
-    def apply(self, grads, differentiable):
-        return self.rule(self, grads)
+# NOTE: an in-place change of a piece is refused while recorded (kit/_views.py), as PyTorch
+_PIECES = {op: node_type(op, multiple_views=True) for op in ("unbind", "split", "split_with_sizes")}
 
 
-_PIECES = {op: type(backward_name(op), (_Pieces,), {"__slots__": ()})
-           for op in ("unbind", "split", "split_with_sizes")}
-
-
-def _pieces_rule(node, grads):
+def _pieces_rule(node, *grads):
     # NOTE: a piece nobody used gets zeros; the pieces' gradients are joined back as they were
     # cut (stacked for unbind, concatenated for split), so a Tensor g (create_graph) is too.
     d, stacked = node.params
@@ -103,22 +91,9 @@ def _zeros(like, shape, dtype):
 
 
 def _pieces(op, x, d, cuts, stacked):
-    """The views x[cut] for each cut (basic indices along dim d); when recorded, the outputs of
-    one node, in order."""
-    if x._base is not None:
-        _views.refresh(x)
-    pieces = tuple(Tensor(x._data[cut]) for cut in cuts)
-    recording = STATE.enabled
-    for piece in pieces:
-        _views.mark(piece, (x,), recording)
-    if recording and x._rg and pieces:
-        node = _PIECES[op](op, _pieces_rule, (x._edge or x._leaf_edge(),), (), (), (d, stacked),
-                           tuple((p.shape, p.dtype) for p in pieces))
-        for i, piece in enumerate(pieces):
-            piece._rg, piece._grad_fn, piece._nr, piece._edge = True, node, i, (node, i)
-        if STATE.extras and STATE.anomaly:
-            capture_stack(node, 2)
-    return pieces
+    """The views x[cut] for each cut (basic indices along dim d), outputs of one node."""
+    return record_outputs(_PIECES[op], op, _pieces_rule, [x._data[cut] for cut in cuts], (x,),
+                          (), (d, stacked))
 
 
 @primitive("unbind", grad=_pieces_rule, batch="unbind", methods=("unbind",), torch="unbind")
