@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from op_samples import RNG, A, B, D, M, V, nonzero, positive, s, uniform
 
+import kit
+
 FRACTIONAL = np.floor(uniform(3, 4) * 3) + RNG.uniform(0.2, 0.4, size=(3, 4))  # far from .0/.5
 NANS = np.array([[np.nan, 1.5, -0.5], [2.0, np.nan, 3.0]])
 SPECIAL = np.array([[np.nan, 1.5, np.inf], [-np.inf, -0.5, 2.0]])
@@ -136,3 +138,26 @@ SAMPLES_MORE.update({
 def _eigh_parts(result):
     w, v = result
     return w, v * v, (v * w[..., None, :]) @ v.mT
+
+
+def _q(module, x):
+    """A 1-D q of x's dtype and device (kit or torch)."""
+    return module.tensor([0.25, 0.5, 0.9], dtype=x.dtype, device=x.device)
+
+
+ZEROS = np.array([[2.0, 0.0, 3.0, 0.0, 4.0], [1.5, -2.0, 0.0, 1.0, 0.5]])
+SAMPLES_MORE.update({
+    # kit/ops/statistics.py
+    "median": [s(D), s(D, 1), s(D, 0, True)],
+    "nanmedian": [s(D, 1), s(D)],
+    "kthvalue": [s(D, 2, 1), s(D, 1, 0, True)],
+    "quantile": [s(D, 0.3), s(D, 0.6, 1, True),
+                 s(D, call=lambda f, x: f(x, _q(kit, x), 0),
+                   torch=lambda torch, x: torch.quantile(x, _q(torch, x), 0)),
+                 s(D, call=lambda f, x: f(x, 0.4, 1, interpolation="midpoint"),
+                   torch=lambda torch, x: torch.quantile(x, 0.4, 1, interpolation="midpoint"))],
+    "nanquantile": [s(D, 0.7, 0)],
+    "count_nonzero": [s(COUNTS), s(COUNTS, 1), s(M > 0, (0, 1))],
+    "cumprod": [s(M, 1), s(ZEROS, 1)],
+    "logcumsumexp": [s(M, 1), s(A * 30, 0)],
+})

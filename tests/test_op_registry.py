@@ -49,6 +49,7 @@ from kit.ops import (
     selection,
     sorting,
     square_matrices,
+    statistics,
 )
 from kit.ops._registry import OPS
 
@@ -117,7 +118,7 @@ def test_every_public_function_of_a_family_file_is_declared():
                "broadcast_shapes", "erfinv_array", "one_dim"}
     declared = {op.fn for op in OPS.values()}
     for module in (elementwise, reductions, movement, linalg, sorting, composite, nn, conv,
-                   elementwise_math, selection, rearrange, square_matrices):
+                   elementwise_math, selection, rearrange, square_matrices, statistics):
         for name, fn in vars(module).items():
             if callable(fn) and getattr(fn, "__module__", None) == module.__name__ and \
                     not name.startswith("_") and not isinstance(fn, type) and name not in helpers:

@@ -28,6 +28,7 @@ from kit.ops import (
     selection,
     sorting,
     square_matrices,
+    statistics,
     view_ops,
 )
 from kit.ops._registry import OPS
@@ -40,7 +41,7 @@ concatenate = movement.cat  # NumPy's name for cat
 __all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "norms",
            "reductions", "sorting", "view_ops"]
 # the ops real programs need (issue 12)
-__all__ += ["elementwise_math", "rearrange", "selection", "square_matrices"]
+__all__ += ["elementwise_math", "rearrange", "selection", "square_matrices", "statistics"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 
