@@ -22,6 +22,7 @@ from kit._inplace import (
     _zero_,
     no_operand,
 )
+from kit._random import METHODS as RANDOM
 from kit._tensor import Tensor
 from kit.ops import movement, permute, transpose
 from kit.ops._registry import OPS
@@ -79,6 +80,7 @@ _OTHERS = {
     "contiguous": lambda s: s if s._data.flags.c_contiguous else movement.reshape(
         movement.reshape(s, (-1,)), s.shape),
     **NEW,
+    **RANDOM,  # multinomial, bernoulli and the in-place random fills (kit/_random.py)
 }
 
 
