@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kit import backend
-from kit._creation import _Random, _placed
+from kit._creation import _placed, _Random
 from kit._inplace import _fill_op, _inplace
 from kit._promotion import default_float
 from kit._tensor import Tensor, int64

@@ -8,7 +8,7 @@ the generic gradient checks skip them and tests/test_ops_math.py checks the erro
 from __future__ import annotations
 
 import numpy as np
-from op_samples import RNG, A, B, D, M, V, nonzero, positive, s, uniform
+from op_samples import RNG, A, B, D, M, V, distinct, nonzero, positive, s, uniform
 
 import kit
 
@@ -160,4 +160,55 @@ SAMPLES_MORE.update({
     "count_nonzero": [s(COUNTS), s(COUNTS, 1), s(M > 0, (0, 1))],
     "cumprod": [s(M, 1), s(ZEROS, 1)],
     "logcumsumexp": [s(M, 1), s(A * 30, 0)],
+})
+
+
+def F(torch):  # noqa: N802 - PyTorch's spelling, torch.nn.functional as F
+    return torch.nn.functional
+
+
+SIGNAL, IMAGE = uniform(2, 3, 7), uniform(1, 2, 4, 5)  # (N, C, L) and (N, C, H, W)
+PEAKS = distinct(2, 3, 7)  # no ties: max pooling has one derivative
+SAMPLES_MORE.update({
+    # kit/ops/signal.py
+    "avg_pool2d": [s(IMAGE, 2, torch=lambda torch, x, k: F(torch).avg_pool2d(x, k)),
+                   s(IMAGE, call=lambda f, x: f(x, 3, 2, 1, False, False),
+                     torch=lambda torch, x: F(torch).avg_pool2d(x, 3, 2, 1, False, False))],
+    "avg_pool1d": [s(SIGNAL, 3, 2, 1), s(SIGNAL[0], call=lambda f, x: f(x, 2, 1, 1, False, False),
+                                         torch=lambda torch, x: F(torch).avg_pool1d(
+                                             x, 2, 1, 1, False, False))],
+    "max_pool1d": [s(PEAKS, 2), s(PEAKS, 3, 2, 1, 2, torch=lambda torch, x, *a: F(
+        torch).max_pool1d(x, *a))],
+    "conv1d": [s(SIGNAL, uniform(4, 3, 3), uniform(4)),
+               s(SIGNAL, uniform(6, 1, 2), call=lambda f, x, w: f(x, w, None, 2, 1, 2, 3),
+                 torch=lambda torch, x, w: torch.conv1d(x, w, None, 2, 1, 2, 3)),
+               s(SIGNAL[0], uniform(2, 3, 3), call=lambda f, x, w: f(x, w, padding="same"),
+                 torch=lambda torch, x, w: F(torch).conv1d(x, w, padding="same"))],
+    "pad": [s(A, (1, 2), torch=lambda torch, x, p: F(torch).pad(x, p)),
+            s(IMAGE, call=lambda f, x: f(x, (1, -1, 0, 2), value=0.5),
+              torch=lambda torch, x: F(torch).pad(x, (1, -1, 0, 2), value=0.5))]
+    + [s(IMAGE, call=lambda f, x, m=mode: f(x, (2, 1, 1, 3), m),
+         torch=lambda torch, x, m=mode: F(torch).pad(x, (2, 1, 1, 3), m))
+       for mode in ("reflect", "replicate", "circular")]
+    + [s(SIGNAL, call=lambda f, x: f(x, (3, 0), "reflect"),
+         torch=lambda torch, x: F(torch).pad(x, (3, 0), "reflect"))],
+    "interpolate": [s(SIGNAL, call=lambda f, x, m=mode, k=kw: f(x, **k, mode=m),
+                      torch=lambda torch, x, m=mode, k=kw: F(torch).interpolate(x, **k, mode=m))
+                    for mode, kw in [("nearest", {"scale_factor": 2}),
+                                     ("nearest", {"size": 4}),
+                                     ("nearest-exact", {"size": 11}),
+                                     ("linear", {"scale_factor": 1.5}),
+                                     ("linear", {"size": 3, "align_corners": True})]]
+    + [s(IMAGE, call=lambda f, x, k=kw: f(x, mode="bilinear", **k),
+         torch=lambda torch, x, k=kw: F(torch).interpolate(x, mode="bilinear", **k))
+       for kw in [{"scale_factor": 2}, {"size": (3, 7), "align_corners": True},
+                  {"size": (5, 3)}, {"scale_factor": (1.5, 0.7)}]],
+    # kit/ops/vectors.py
+    "normalize": [s(M, torch=lambda torch, x: F(torch).normalize(x)),
+                  s(M, call=lambda f, x: f(x, 1, 0), torch=lambda torch, x: F(torch).normalize(
+                      x, 1, 0))],
+    "cosine_similarity": [s(M, uniform(3, 4)), s(uniform(2, 1, 3), uniform(4, 3), 2)],
+    "pairwise_distance": [s(M, uniform(3, 4)), s(M, uniform(4), 1.0, 1e-6, True)],
+    "one_hot": [s(np.array([[0, 1], [1, 1]]), 4, torch=lambda torch, x, n: F(torch).one_hot(
+        x, n))],
 })

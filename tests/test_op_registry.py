@@ -47,9 +47,11 @@ from kit.ops import (
     rearrange,
     reductions,
     selection,
+    signal,
     sorting,
     square_matrices,
     statistics,
+    vectors,
 )
 from kit.ops._registry import OPS
 
@@ -115,10 +117,11 @@ def test_every_public_function_of_a_family_file_is_declared():
     """What kit.ops publishes comes from the registry, so an undeclared op would be invisible."""
     helpers = {"normalize_axis", "kept_shape", "expand_back", "shape_arg", "expand_shape",
                "where_", "fused_cross_entropy", "concatenate", "pair_arg", "out_size",
-               "broadcast_shapes", "erfinv_array", "one_dim"}
+               "broadcast_shapes", "erfinv_array", "one_dim", "resolve_padding"}
     declared = {op.fn for op in OPS.values()}
     for module in (elementwise, reductions, movement, linalg, sorting, composite, nn, conv,
-                   elementwise_math, selection, rearrange, square_matrices, statistics):
+                   elementwise_math, selection, rearrange, square_matrices, statistics, signal,
+                   vectors):
         for name, fn in vars(module).items():
             if callable(fn) and getattr(fn, "__module__", None) == module.__name__ and \
                     not name.startswith("_") and not isinstance(fn, type) and name not in helpers:

@@ -26,9 +26,11 @@ from kit.ops import (
     rearrange,
     reductions,
     selection,
+    signal,
     sorting,
     square_matrices,
     statistics,
+    vectors,
     view_ops,
 )
 from kit.ops._registry import OPS
@@ -41,7 +43,8 @@ concatenate = movement.cat  # NumPy's name for cat
 __all__ = ["composite", "concatenate", "elementwise", "extra", "linalg", "movement", "norms",
            "reductions", "sorting", "view_ops"]
 # the ops real programs need (issue 12)
-__all__ += ["elementwise_math", "rearrange", "selection", "square_matrices", "statistics"]
+__all__ += ["elementwise_math", "rearrange", "selection", "signal", "square_matrices",
+            "statistics", "vectors"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 
