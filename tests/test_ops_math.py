@@ -177,3 +177,22 @@ def test_lerp_addcmul_addcdiv_dtypes_and_errors_as_pytorch():
         ktorch.addcdiv(ktorch.tensor([1, 2]), ktorch.tensor([3, 4]), ktorch.tensor([2, 2]))
     _same(ktorch.clamp_min(ktorch.tensor([1, 2, 3]), 2.5),
           torch.clamp_min(torch.tensor([1, 2, 3]), 2.5))
+
+
+def test_the_core_unary_ops_have_their_in_place_forms_as_pytorch():
+    def program(m):
+        a = m.tensor([0.5, -1.5, 2.0], dtype=m.float64, requires_grad=True)
+        total = 0
+        for name in ("exp", "log", "sin", "cos", "tanh", "sigmoid", "neg", "abs", "sqrt",
+                     "relu", "log1p", "expm1", "erf", "sign"):
+            x = (a.abs() + 0.25 if name in ("log", "sqrt", "log1p") else a) * 1
+            assert getattr(x, name + "_")() is x
+            total = total + x.sum()
+        y, z = a * 1, a * 1
+        y.pow_(3)
+        z **= 2
+        (total + y.sum() + z.sum()).backward()
+        return [total, y, z, a.grad]
+
+    for got, expected in zip(program(ktorch), program(torch), strict=True):
+        np.testing.assert_allclose(host(got), expected.detach().numpy(), rtol=1e-12)

@@ -92,6 +92,8 @@ def _unary(op, compute, rule, save, floating=True, **names):
     fn.__doc__ = f"Elementwise {op}."
     saves = {"x": "x", "y": "output", "": ""}[save]
     names.setdefault("methods", (op,))
+    # x.exp_(): each method's in-place form, as PyTorch has them
+    names.setdefault("inplace", tuple(m + "_" for m in names["methods"] if m[0] != "_"))
     return declare(op, fn, grad=rule, saves=saves, batch="elementwise", **names)
 
 
@@ -183,7 +185,8 @@ def _pow_rule(node, g, a, b, y):
 
 
 @primitive("pow", grad=_pow_rule, saves="a, b, output", batch="broadcasting",
-           methods=("__pow__", ("__rpow__", reflected), "pow"), torch="pow", mx="power")
+           methods=("__pow__", ("__rpow__", reflected), "pow"), inplace=("__ipow__", "pow_"),
+           torch="pow", mx="power")
 def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     """Elementwise a ** b (either may be a Python number)."""
     a, b, x, y = pair(a, b, "pow")
@@ -458,7 +461,8 @@ def _sign_rule(node, g):
     return (g * 0,)  # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0
 
 
-@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), torch="sign")
+@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), inplace=("sign_",),
+           torch="sign")
 def sign(x):
     """Sign of each element; recorded with a zero gradient (as PyTorch). bool stays bool."""
     d = x._data

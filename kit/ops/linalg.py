@@ -84,7 +84,7 @@ def dot(a, b):
     return matmul(a, b)
 
 
-@composite("outer", torch="outer")
+@composite("outer", methods=("outer",), torch="outer")
 def outer(a, b):
     """Outer product of two 1-D tensors; a composite: no gradient code of its own."""
     from kit.ops.movement import reshape
