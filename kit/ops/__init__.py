@@ -9,6 +9,10 @@ module layer's nn (linear, erf) and conv (conv2d, max_pool2d) (imported here, so
 vmap rule table, built from the registry when kit is imported, has them too).
 Composites (none): sorting.sort/index_add, composite.relu/softmax/log_softmax/mse_loss,
 linalg.dot/mm/outer, movement.movedim/broadcast_to.
+The ops real programs call (issue 12): primitives in elementwise_math (rounding, inverse
+trigonometry, erfinv, nan_to_num...), selection (nonzero, unique), square_matrices (det, inv,
+solve, cholesky, eigh) and view_ops (unbind, split); composites in rearrange, statistics,
+signal and vectors.
 """
 
 from __future__ import annotations
