@@ -49,6 +49,8 @@ def randperm(n, *, generator=None, dtype=int64, device=None, requires_grad=False
     >>> sorted(kit.randperm(4).tolist())
     [0, 1, 2, 3]
     """
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"kit.randperm: n must be an int, got {n!r}")
     if n < 0:
         raise RuntimeError(f"kit.randperm: n must be non-negative, got {n}")
     return Tensor(_placed(_rng(generator).permutation(n).astype(dtype), device), requires_grad)

@@ -250,6 +250,9 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default 0 and the dtype's
     largest and smallest finite values); the gradient is 1 where x is finite, else 0."""
     d = x._data
+    for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if v is not None and not isinstance(v, (int, float)):
+            raise TypeError(f"kit.nan_to_num: {name} must be a number, got {v!r}")
     if d.dtype.kind != "f":
         return record("nan_to_num", _nan_to_num_rule, d.copy(), (x,), (x,))
     out = backend.get_array_module(d).nan_to_num(d, nan=nan, posinf=posinf, neginf=neginf)
@@ -297,6 +300,9 @@ def _floating_only(op, *tensors):
 def lerp(start, end, weight):
     """start + weight * (end - start), computed from the nearer end as PyTorch does (so weight
     1 gives `end` exactly); differentiable in all three."""
+    if not isinstance(weight, (Tensor, int, float)):
+        raise TypeError(f"kit.lerp: weight must be a number or a Tensor, got "
+                        f"{type(weight).__name__}")
     _floating_only("lerp", start, end, weight)
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t.dtype != start.dtype and (name == "end" or t.ndim):

@@ -94,6 +94,9 @@ def outer(a, b):
 
 # --- batched and fused products (issue 12: what real programs call), composites of matmul ----
 def _same_dtype(op, *tensors):
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"kit.{op}: expected Tensors, got a {type(t).__name__}")
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) > 1:
         raise RuntimeError(f"kit.{op}: expected the operands to have one dtype, got "
@@ -102,6 +105,7 @@ def _same_dtype(op, *tensors):
 
 
 def _batches(a, b, op):
+    _same_dtype(op, a, b)
     if a.ndim != 3 or b.ndim != 3:
         raise RuntimeError(f"kit.{op}: batch1 and batch2 must be 3-D tensors, got shapes "
                            f"{tuple(a.shape)} and {tuple(b.shape)}. Fix: matmul broadcasts "
@@ -143,6 +147,7 @@ def _check_broadcast(x, shape, op):
 @composite("addmm", methods=("addmm",), inplace=("addmm_",), torch="addmm")
 def addmm(x, mat1, mat2, *, beta=1, alpha=1):
     """beta * x + alpha * (mat1 @ mat2) for 2-D mat1, mat2 (a linear layer's forward)."""
+    _same_dtype("addmm", x, mat1, mat2)
     product = mm(mat1, mat2)
     _check_broadcast(x, tuple(product.shape), "addmm")
     return _fused(x, product, beta, alpha)
@@ -151,6 +156,7 @@ def addmm(x, mat1, mat2, *, beta=1, alpha=1):
 @composite("baddbmm", methods=("baddbmm",), inplace=("baddbmm_",), torch="baddbmm")
 def baddbmm(x, batch1, batch2, *, beta=1, alpha=1):
     """beta * x + alpha * bmm(batch1, batch2) (attention scores with a bias)."""
+    _same_dtype("baddbmm", x, batch1, batch2)
     product = bmm(batch1, batch2)
     _check_broadcast(x, tuple(product.shape), "baddbmm")
     return _fused(x, product, beta, alpha)
@@ -164,6 +170,9 @@ def _contracted(a, b, dims):
             raise RuntimeError(f"kit.tensordot: dims={dims} must be between 0 and "
                                f"{min(a.ndim, b.ndim)}")
         return list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    if not isinstance(dims, (tuple, list)) or len(dims) != 2:
+        raise TypeError(f"kit.tensordot: dims must be an int or a pair of dim lists, got "
+                        f"{dims!r}")
     dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
     if len(dims_a) != len(dims_b):
         raise RuntimeError(f"kit.tensordot: both dimension lists should have the same length, "
@@ -177,6 +186,7 @@ def tensordot(a, b, dims=2):
     or two lists), as torch.tensordot: permute, flatten to matrices, one matmul."""
     from kit.ops.movement import permute, reshape
 
+    _same_dtype("tensordot", a, b)
     dims_a, dims_b = _contracted(a, b, dims)
     for i, j in zip(dims_a, dims_b, strict=True):
         if a.shape[i] != b.shape[j]:

@@ -16,7 +16,7 @@ from kit.ops.elementwise import where
 from kit.ops.movement import cat, expand, getitem, index_put_add, movedim, reshape
 from kit.ops.reductions import normalize_axis
 from kit.ops.reductions import sum as sum_
-from kit.ops.selection import one_dim
+from kit.ops.selection import one_dim, require_tensor
 from kit.ops.view_ops import diagonal
 
 
@@ -45,7 +45,7 @@ def _varargs(fn):
 def flip(x, dims):
     """The order of the elements reversed along each of `dims`: flip(x, (0,)) turns x upside
     down."""
-    axes = normalize_axis(_dims_arg(dims, "flip"), x.ndim, "flip")
+    axes = normalize_axis(_dims_arg(dims, "flip"), require_tensor(x, "flip").ndim, "flip")
     if x.ndim == 0:
         return reshape(_along(reshape(x, (1,)), 0, np.arange(1)), ())
     for d in axes:
@@ -73,7 +73,9 @@ def flipud(x):
 def roll(x, shifts, dims=None):
     """The elements shifted by `shifts` along `dims`, those pushed off one end coming back at the
     other; with dims=None along the flattened tensor (as torch.roll)."""
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    if not all(isinstance(s, int) for s in shifts):
+        raise TypeError(f"kit.roll: shifts must be ints, got {shifts!r}")
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"kit.roll: shifts and dimensions must align: {len(shifts)} "
@@ -96,7 +98,7 @@ def roll(x, shifts, dims=None):
 
 # --- triangles and diagonals ----------------------------------------------------------------
 def _triangle(x, keep, op):
-    if x.ndim < 2:
+    if require_tensor(x, op).ndim < 2:
         raise RuntimeError(f"kit.{op}: input tensor must have at least 2 dimensions, got shape "
                            f"{tuple(x.shape)}")
     zero = Tensor(backend.to_device(np.zeros((), x.dtype), x.device))
@@ -125,7 +127,7 @@ def _diagonal_positions(n, offset):
 def diag_embed(x, offset=0, dim1=-2, dim2=-1):
     """Matrices with the last dim of x on their `offset` diagonal, in the new dims (dim1, dim2)
     of the result (as torch.diag_embed)."""
-    if x.ndim == 0:
+    if require_tensor(x, "diag_embed").ndim == 0:
         raise RuntimeError("kit.diag_embed: expected a tensor of at least 1 dim, got 0-d")
     a, b = (normalize_axis(d, x.ndim + 1, "diag_embed")[0] for d in (dim1, dim2))
     if a == b:
@@ -142,7 +144,7 @@ def diag_embed(x, offset=0, dim1=-2, dim2=-1):
 def diag(x, diagonal=0):
     """A 1-D tensor as a square matrix with it on the `diagonal`-th diagonal, or the
     `diagonal`-th diagonal of a matrix as a 1-D tensor (a copy; `diagonal()` gives a view)."""
-    if x.ndim == 1:
+    if require_tensor(x, "diag").ndim == 1:
         return diag_embed(x, diagonal)
     if x.ndim != 2:
         raise RuntimeError(f"kit.diag: supports 1-D or 2-D tensors, got {x.ndim}-D. Fix: "
@@ -156,7 +158,7 @@ def diag(x, diagonal=0):
 @composite("trace", methods=("trace",), torch="trace")
 def trace(x):
     """The sum of the main diagonal of a matrix (integers sum to int64)."""
-    if x.ndim != 2:
+    if require_tensor(x, "trace").ndim != 2:
         raise RuntimeError(f"kit.trace: expected a matrix, but got a tensor with {x.ndim} dims")
     if x.dtype.kind == "b":
         raise NotImplementedError("\"trace\" not implemented for 'Bool' (kit.trace, as in "
@@ -195,7 +197,7 @@ atleast_3d = _at_least(3)
 
 
 def _joined(tensors, op, pad, dim):
-    tensors = list(tensors)
+    tensors = [require_tensor(t, op, "each item") for t in tensors]
     if not tensors:
         raise RuntimeError(f"kit.{op}: expects a non-empty list of tensors")
     return cat([pad(t) for t in tensors], dim)
@@ -204,7 +206,7 @@ def _joined(tensors, op, pad, dim):
 @composite("hstack", torch="hstack")
 def hstack(tensors):
     """The tensors joined column-wise: along dim 0 if they are 1-D, else along dim 1."""
-    tensors = [atleast_1d(t) for t in tensors]
+    tensors = [atleast_1d(require_tensor(t, "hstack", "each item")) for t in tensors]
     return _joined(tensors, "hstack", lambda t: t, 0 if tensors and tensors[0].ndim == 1 else 1)
 
 
@@ -263,6 +265,8 @@ def meshgrid(*tensors, indexing=None):
 def kron(a, b):
     """The Kronecker product: block (i, j) of kron(a, b) is a[i, j] * b (any number of dims, the
     shorter shape padded with leading 1s)."""
+    require_tensor(a, "kron")
+    require_tensor(b, "kron", "other")
     nd = max(a.ndim, b.ndim)
     sa = (1,) * (nd - a.ndim) + tuple(a.shape)
     sb = (1,) * (nd - b.ndim) + tuple(b.shape)

@@ -16,9 +16,19 @@ from kit.ops.movement import broadcast_shapes, expand, getitem, reshape
 from kit.ops.reductions import normalize_axis
 
 
+def require_tensor(x, op, name="input"):
+    """x, after checking that it is a Tensor (a clear error instead of an AttributeError)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"kit.{op}: {name} must be a Tensor, not {type(x).__name__}. Fix: "
+                        f"kit.tensor(...) (or torch.tensor) it first")
+    return x
+
+
 def one_dim(x, dim, op):
     """`dim` of x as a non-negative int (0 for a 0-d tensor, which takes 0 and -1)."""
-    axes = normalize_axis(dim, x.ndim, op)
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"kit.{op}: dim must be an int, got {dim!r}")
+    axes = normalize_axis(int(dim), require_tensor(x, op).ndim, op)
     return axes[0] if axes else 0
 
 

@@ -136,6 +136,9 @@ def pad(x, pad, mode="constant", value=None):  # noqa: A002 - torch.nn.functiona
     """Pad the last len(pad) // 2 dims: pad = (left, right) for the last dim, then (top, bottom)
     for the one before, ...; constant mode fills with `value` (0) and crops where a pad is
     negative; reflect, replicate and circular pad 1 to 3 dims of a batched input."""
+    if not isinstance(pad, (tuple, list)) or not all(isinstance(p, int) for p in pad):
+        raise TypeError(f"kit.pad: pad must be a tuple of ints (left, right, top, bottom, ...), "
+                        f"got {pad!r}")
     if len(pad) % 2:
         raise RuntimeError("kit.pad: padding length must be divisible by 2")
     dims = len(pad) // 2
@@ -181,11 +184,15 @@ def _sizes(x, size, scale_factor, recompute, op):
     if (size is None) == (scale_factor is None):
         raise ValueError(f"kit.{op}: {'only one' if size is not None else 'either'} of size or "
                          f"scale_factor should be defined")
+    given = size if size is not None else scale_factor
+    values = (given,) * spatial if isinstance(given, (int, float)) else tuple(given)
+    if len(values) != spatial:
+        raise ValueError(f"kit.{op}: the input has {spatial} spatial dims, so "
+                         f"{'size' if size is not None else 'scale_factor'} needs {spatial} "
+                         f"values, got {given!r}")
     if size is not None:
-        out = (size,) * spatial if isinstance(size, int) else tuple(size)
-        return out, [n / m for n, m in zip(x.shape[2:], out, strict=True)]
-    factors = (scale_factor,) * spatial if isinstance(scale_factor, (int, float)) else tuple(
-        scale_factor)
+        return values, [n / m for n, m in zip(x.shape[2:], values, strict=True)]
+    factors = values
     out = tuple(math.floor(n * f) for n, f in zip(x.shape[2:], factors, strict=True))
     if recompute:
         return out, [n / m for n, m in zip(x.shape[2:], out, strict=True)]

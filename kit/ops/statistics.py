@@ -21,7 +21,7 @@ from kit.ops.extra import require_floating
 from kit.ops.movement import astype, getitem, movedim, reshape, stack, unsqueeze
 from kit.ops.reductions import logsumexp, normalize_axis
 from kit.ops.reductions import sum as sum_
-from kit.ops.selection import one_dim
+from kit.ops.selection import one_dim, require_tensor
 from kit.ops.sorting import sort
 
 MedianResult = namedtuple("median", ["values", "indices"])  # torch.return_types.median
@@ -53,6 +53,7 @@ def _nan_count(x, d):
 
 def _slices(x, dim, op):
     """x as 1-D (dim=None) or with `dim` checked: (x, d, n); PyTorch's error for an empty dim."""
+    require_tensor(x, op)
     if dim is None:
         x = reshape(x, (-1,))
     d = one_dim(x, dim if dim is not None else 0, op)
@@ -118,6 +119,8 @@ def kthvalue(x, k, dim=-1, keepdim=False):
     """(values, indices) of the k-th smallest along `dim` (k from 1; NaN sorts last). At ties
     the index is the k-th in a stable sort; PyTorch's quickselect may name another of the tied
     elements (its choice is unspecified)."""
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise TypeError(f"kit.kthvalue: k must be an int, got {k!r}")
     original = x
     x, d, n = _slices(x, dim, "kthvalue")
     if not 1 <= k <= n:
@@ -132,7 +135,8 @@ def kthvalue(x, k, dim=-1, keepdim=False):
 @composite("count_nonzero", methods=("count_nonzero",), torch="count_nonzero")
 def count_nonzero(x, dim=None):
     """How many elements are nonzero (NaN counts), over `dim` (an int, a tuple, or all)."""
-    return sum_(astype(ne(x, 0), np.int64), normalize_axis(dim, x.ndim, "count_nonzero"))
+    axes = normalize_axis(dim, require_tensor(x, "count_nonzero").ndim, "count_nonzero")
+    return sum_(astype(ne(x, 0), np.int64), axes)
 
 
 # --- quantiles ------------------------------------------------------------------------------
@@ -154,7 +158,7 @@ def _q_values(q, x, op):
 
 
 def _quantile(x, q, dim, keepdim, interpolation, op, skip_nan):
-    require_floating(x, op)
+    require_floating(require_tensor(x, op), op)
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"kit.{op}: interpolation must be one of {', '.join(_INTERPOLATIONS)}, "
                            f"but got {interpolation}")
@@ -209,6 +213,7 @@ def nanquantile(x, q, dim=None, keepdim=False, *, interpolation="linear"):
 def cumprod(x, dim, *, dtype=None):
     """Running products along `dim`: a chain of multiplications, so the gradient is right where
     x has zeros (as PyTorch's), and so are second derivatives; integers multiply in int64."""
+    require_tensor(x, "cumprod")
     if dtype is not None:
         x = astype(x, dtype)
     elif x.dtype.kind in "biu":
@@ -228,7 +233,7 @@ def cumprod(x, dim, *, dtype=None):
 def logcumsumexp(x, dim):
     """log(cumsum(exp(x))) along `dim`, stably: out_j is the logsumexp of x_0..x_j, computed as
     a logsumexp over a triangle of x (-inf above it), so no exp overflows or vanishes."""
-    if x.dtype.kind not in "f":
+    if require_tensor(x, "logcumsumexp").dtype.kind not in "f":
         raise NotImplementedError(f"\"logcumsumexp\" not implemented for {x.dtype} (kit."
                                   f"logcumsumexp, as in PyTorch). Fix: x.float()")
     if x.ndim == 0:
