@@ -19,6 +19,7 @@ from kit._creation import (
     get_default_device,
     get_default_dtype,
     linspace,
+    logspace,
     manual_seed,
     ones,
     ones_like,
@@ -33,6 +34,7 @@ from kit._creation import (
     zeros,
     zeros_like,
 )
+from kit._random import bernoulli, multinomial, normal, randperm
 from kit._tensor import (
     Tensor,
     bool_,
@@ -78,4 +80,5 @@ __all__ = [
     "set_default_device", "set_default_dtype", "set_detect_anomaly", "set_grad_enabled",
     "synchronize", "tensor", "uint8", "zeros", "zeros_like", *_ops_all,
 ]
+__all__ += ["bernoulli", "logspace", "multinomial", "normal", "randperm"]  # issue 12
 __version__ = "0.1.0"

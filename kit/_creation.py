@@ -215,6 +215,17 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     return Tensor(data, requires_grad)
 
 
+@traced("logspace")
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """base ** linspace(start, end, steps), as torch.logspace (computed in float64, then cast:
+    an integer dtype gets the powers exactly)."""
+    if steps < 0:
+        raise RuntimeError(f"kit.logspace: number of steps must be non-negative, got {steps}")
+    data = np.power(float(base), np.linspace(start, end, steps))
+    data = np.rint(data) if dtype is not None and np.dtype(dtype).kind in "iu" else data
+    return Tensor(_placed(data.astype(_float_dtype(dtype)), device), requires_grad)
+
+
 @traced("eye")
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return Tensor(_xp(device).eye(n, m, dtype=_float_dtype(dtype)), requires_grad)

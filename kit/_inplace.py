@@ -168,3 +168,15 @@ def _clamp_(self, min=None, max=None):  # noqa: A002
 def _clone(self):
     """A copy that stays in the graph (gradients flow back to the original)."""
     return self * 1 if self.requires_grad and STATE.enabled else Tensor(self._data.copy())
+
+
+# --- the in-place form of an op with no operand: x.floor_(), x.tril_(1), x.nan_to_num_(0.0) ---
+def no_operand(name, op):
+    """`_inplace`'s method for an op that takes no second tensor to write from."""
+    method = _inplace(name, lambda t, _, *args, **kwargs: op(t, *args, **kwargs))
+
+    def inplace(self, *args, **kwargs):
+        return method(self, None, *args, **kwargs)
+
+    inplace.__name__ = name
+    return inplace

@@ -9,8 +9,20 @@ Tensor.
 
 from __future__ import annotations
 
+import inspect
+
 from kit._creation import NEW
-from kit._inplace import _clamp_, _clone, _fill_op, _index_add_, _inplace, _setitem, _zero_
+from kit._inplace import (
+    _clamp_,
+    _clone,
+    _fill_op,
+    _index_add_,
+    _inplace,
+    _setitem,
+    _zero_,
+    no_operand,
+)
+from kit._random import METHODS as RANDOM
 from kit._tensor import Tensor
 from kit.ops import movement, permute, transpose
 from kit.ops._registry import OPS
@@ -31,7 +43,8 @@ def _from_registry():
         for name in op.inplace:
             # `add_` does what the method `add` does (with alpha=), `__iadd__` what `add` does.
             base = spelt.get(name[:-1], op.fn) if not name.startswith("__") else op.fn
-            spelt[name] = _inplace(name, base, op.fast)
+            spelt[name] = (_inplace(name, base, op.fast) if _takes_operand(base)
+                           else no_operand(name, base))
         duplicate = methods.keys() & spelt.keys()
         if duplicate:
             raise ValueError(f"kit: Tensor methods {sorted(duplicate)} are declared twice")
@@ -46,6 +59,13 @@ def _t(self):
                            f"{self.ndim}-D (shape {list(self.shape)}). Fix: x.transpose(0, 1), "
                            f"or x.mT for the last two dims")
     return transpose(self, 0, 1) if self.ndim == 2 else self
+
+
+def _takes_operand(fn):
+    """Whether fn needs a second argument (`add(x, y)`: `x.add_(y)`), or not (`floor(x)`)."""
+    required = [p for p in inspect.signature(fn).parameters.values()
+                if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    return len(required) > 1
 
 
 # Methods that are no single op: spellings of several, or the in-place machinery.
@@ -69,6 +89,7 @@ _OTHERS = {
     "contiguous": lambda s: s if s._data.flags.c_contiguous else movement.reshape(
         movement.reshape(s, (-1,)), s.shape),
     **NEW,
+    **RANDOM,  # multinomial, bernoulli and the in-place random fills (kit/_random.py)
 }
 
 

@@ -173,6 +173,15 @@ def check_inplace(t, op):
             f"forbidden. Fix: move both the view and the in-place op inside the no_grad block "
             f"(if the change must not be tracked) or both outside (if it must)"
         )
+    node = t._grad_fn
+    if getattr(node, "multiple_views", False):  # unbind/split's pieces (kit/ops/view_ops.py)
+        raise RuntimeError(
+            f"Output {t._nr} of {node.name()} is a view and is being modified inplace ({op}). "
+            f"This view is the output of a function that returns multiple views. Such functions "
+            f"do not allow the output views to be modified inplace (as in PyTorch). Fix: replace "
+            f"the inplace operation by an out-of-place one, or index the base instead (x[0] "
+            f"rather than x.unbind()[0])"
+        )
 
 
 def adopt_output(result, t):

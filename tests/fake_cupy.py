@@ -328,13 +328,16 @@ def _module():
 
 
 def _special():
-    """cupyx.scipy.special's erf (kit's exact GELU uses it on the GPU), elementwise on the host."""
+    """cupyx.scipy.special's erf (kit's exact GELU uses it on the GPU) and erfinv, on the host."""
+    from kit.ops.elementwise_math import erfinv_array
+
     def erf(x):
         host = _host(x)
         return _wrap(np.vectorize(math.erf, otypes=[host.dtype])(host))
 
     special = types.ModuleType("cupyx.scipy.special")
     special.erf = erf
+    special.erfinv = lambda x: _wrap(erfinv_array(_host(x)))
     scipy = types.ModuleType("cupyx.scipy")
     scipy.special = special
     cupyx = types.ModuleType("cupyx")

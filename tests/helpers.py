@@ -109,4 +109,5 @@ def compare_torch(kit_fn, torch_fn, *arrays, device="cpu", atol=1e-10, rtol=1e-7
                 assert k.grad is None or not host(k.grad).any()
             else:
                 assert k.grad is not None, "kit gave no gradient where PyTorch gave one"
-                np.testing.assert_allclose(host(k.grad), t.grad.numpy(), atol=atol, rtol=rtol)
+                np.testing.assert_allclose(host(k.grad), t.grad.numpy(force=True), atol=atol,
+                                           rtol=rtol)  # force: a ZeroTensor (sgn) too

@@ -259,7 +259,7 @@ def _cross_entropy(fn, logits, target, reduction="mean"):
 
 
 # --- the vmap rule table, from the registry -------------------------------------------------
-from kit.func import _rules_movement, _rules_nn  # noqa: E402, F401 - register their rules
+from kit.func import _rules_more, _rules_movement, _rules_nn  # noqa: E402, F401 - their rules
 
 
 def _table():

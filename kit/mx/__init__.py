@@ -18,7 +18,7 @@ array([2., 4., 6.], dtype=float32)
 # NOTE: operator first: registering the base op at import needs kit.mx._custom_function,
 # which needs it.
 from kit.mx import operator  # isort: skip
-from kit.mx import autograd, base, context, gluon, init, nd, optimizer, profiler, random
+from kit.mx import autograd, base, context, gluon, init, metric, nd, optimizer, profiler, random
 from kit.mx._out_of_scope import io, kv, mod, sym, symbol
 from kit.mx.base import MXNetError
 from kit.mx.context import Context, cpu, current_context, gpu
@@ -28,6 +28,6 @@ initializer = init  # MXNet has both names
 
 __all__ = [
     "Context", "MXNetError", "NDArray", "autograd", "base", "context", "cpu", "current_context",
-    "gluon", "gpu", "init", "initializer", "io", "kv", "mod", "nd", "operator",
+    "gluon", "gpu", "init", "initializer", "io", "kv", "metric", "mod", "nd", "operator",
     "optimizer", "profiler", "random", "sym", "symbol",
 ]

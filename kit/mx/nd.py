@@ -225,9 +225,10 @@ def norm(data, ord=2, axis=None, keepdims=False, out=None):  # noqa: A002 - MXNe
 
 
 def argmax(data, axis=None, keepdims=False):
-    """Index of the largest element along `axis`, as float32 (MXNet's dtype for indices)."""
+    """Index of the largest element along `axis` (of the flattened array, shape (1,), when None),
+    as float32 (MXNet's dtype for indices)."""
     t = tensor_of(data, "argmax")
-    idx = t._data.argmax() if axis is None else t._data.argmax(axis=axis)
+    idx = t._data.argmax().reshape(1) if axis is None else t._data.argmax(axis=axis)
     if keepdims and axis is not None:
         idx = backend.get_array_module(idx).expand_dims(idx, axis)
     return wrap(Tensor(idx.astype(t._data.dtype if t._data.dtype.kind == "f" else REAL)))
@@ -382,3 +383,11 @@ def _bind_methods():
 
 
 _bind_methods()
+
+# --- issue 12: orderings, scans, products, eye and linspace ---------------------------------
+from kit.mx.nd_creation import eye, linspace  # noqa: E402
+from kit.mx.nd_order import argmin, argsort, cumsum, prod, reshape_like, sort  # noqa: E402
+
+__all__ += ["argmin", "argsort", "cumsum", "eye", "linspace", "prod", "reshape_like", "sort"]
+for _name in ("argmin", "argsort", "cumsum", "prod", "reshape_like", "sort"):
+    setattr(NDArray, _name, globals()[_name])

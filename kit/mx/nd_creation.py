@@ -15,7 +15,8 @@ from kit.mx._ndutil import REAL, as_shape, kit_device, tensor_of
 from kit.mx.ndarray import NDArray
 
 __all__ = [
-    "arange", "array", "empty", "full", "ones", "ones_like", "random_normal", "random_uniform",
+    "arange", "array", "empty", "eye", "full", "linspace", "ones", "ones_like", "random_normal",
+    "random_uniform",
     "waitall", "zeros", "zeros_like",
 ]
 
@@ -63,6 +64,18 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=None, ctx=None, dty
     values = np.arange(start, stop, step).astype(np.dtype(dtype or REAL))
     if repeat != 1:
         values = np.repeat(values, int(repeat))
+    return NDArray(kit.tensor(values, device=kit_device(ctx)))
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None):  # noqa: N803 - MXNet's names
+    """An N x M (M=0: N x N) array with ones on the k-th diagonal; float32."""
+    values = np.eye(N, M or N, k, dtype=np.dtype(dtype or REAL))
+    return NDArray(kit.tensor(values, device=kit_device(ctx)))
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+    """`num` evenly spaced values from start to stop (stop included unless endpoint=False)."""
+    values = np.linspace(start, stop, int(num), endpoint=endpoint).astype(np.dtype(dtype or REAL))
     return NDArray(kit.tensor(values, device=kit_device(ctx)))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from kit._creation import arange, ones, rand
+from kit._creation import arange, rand
 from kit.ops import composite, conv
 from kit.ops.composite import _reduce, mse_loss, relu
 from kit.ops.composite import cross_entropy as fused_cross_entropy
@@ -22,6 +22,8 @@ from kit.ops.nn import erf
 from kit.ops.nn import linear as fused_linear
 from kit.ops.reductions import mean
 from kit.ops.reductions import sum as sum_
+from kit.ops.signal import avg_pool1d, avg_pool2d, conv1d, interpolate, max_pool1d, pad
+from kit.ops.vectors import cosine_similarity, normalize, one_hot, pairwise_distance
 
 __all__ = [
     "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -29,6 +31,8 @@ __all__ = [
     "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "silu",
     "softmax", "softplus", "tanh",
 ]
+__all__ += ["avg_pool1d", "conv1d", "cosine_similarity", "interpolate", "max_pool1d",
+            "normalize", "one_hot", "pad", "pairwise_distance"]  # issue 12
 
 
 def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword
@@ -263,22 +267,7 @@ def _same_shape(op, input, target):  # noqa: A002
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     """2-D convolution (cross-correlation, as PyTorch's); padding may be 'valid' or 'same'."""
-    if padding == "valid":
-        padding = 0
-    elif padding == "same":
-        if conv.pair_arg(stride, "stride", "conv2d") != (1, 1):
-            raise ValueError("padding='same' is not supported for strided convolutions")
-        dilation_pair = conv.pair_arg(dilation, "dilation", "conv2d")
-        total = [d * (k - 1) for d, k in zip(dilation_pair, weight.shape[2:], strict=True)]
-        if any(t % 2 for t in total):
-            raise ValueError(
-                f"kit.conv2d: padding='same' with an even effective kernel ({list(total)} "
-                f"padding in all) would pad one side more, which kit does not do. Fix: use an "
-                f"odd kernel size, or explicit padding"
-            )
-        padding = tuple(t // 2 for t in total)
-    elif isinstance(padding, str):
-        raise ValueError(f"Invalid padding string {padding!r}, should be one of 'valid', 'same'")
+    padding = conv.resolve_padding(padding, stride, dilation, weight.shape[2:], "conv2d")
     return conv.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -287,27 +276,3 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """The maximum over each window (kit/ops/conv.py)."""
     return conv.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
                            return_indices)
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
-               count_include_pad=True, divisor_override=None):
-    """The mean over each window: a depthwise convolution with a constant weight."""
-    if ceil_mode:
-        raise ValueError(
-            "kit.avg_pool2d: ceil_mode=True is not supported. Fix: pad the input so the "
-            "windows fit (padding=...)"
-        )
-    kernel = conv.pair_arg(kernel_size, "kernel_size", "avg_pool2d")
-    stride = kernel if stride is None else stride
-    channels = input.shape[1]
-    options = {"dtype": input.dtype, "device": input.device}
-    summed = conv.conv2d(input, ones(channels, 1, *kernel, **options), None, stride, padding, 1,
-                         channels)
-    if divisor_override is not None:
-        return summed / divisor_override
-    if count_include_pad:
-        return summed / (kernel[0] * kernel[1])
-    counts = conv.conv2d(ones(1, 1, *input.shape[2:], **options), ones(1, 1, *kernel, **options),
-                         None, stride, padding)
-    return summed / counts
-

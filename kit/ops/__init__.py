@@ -10,6 +10,10 @@ and conv (conv2d, max_pool2d) (imported here, so that kit.func's vmap rule table
 registry when kit is imported, has them too).
 Composites (none): sorting.msort, composite.mse_loss, linalg.dot/mm/outer,
 movement.movedim/broadcast_to, extra, norms.
+The ops real programs call (issue 12): primitives in elementwise_math (rounding, inverse
+trigonometry, erfinv, nan_to_num...), selection (nonzero, unique), square_matrices (det, inv,
+solve, cholesky, eigh) and view_ops (unbind, split); composites in rearrange, statistics,
+signal and vectors.
 """
 
 from __future__ import annotations
@@ -19,13 +23,20 @@ from kit.ops import (
     composite,
     conv,  # noqa: F401 - imported to declare its ops (not in __all__: see below)
     elementwise,
+    elementwise_math,
     extra,
     linalg,
     movement,
     nn,  # noqa: F401 - the same
     norms,
+    rearrange,
     reductions,
+    selection,
+    signal,
     sorting,
+    square_matrices,
+    statistics,
+    vectors,
     view_ops,
 )
 from kit.ops._registry import OPS
@@ -38,6 +49,9 @@ concatenate = movement.cat  # NumPy's name for cat
 __all__ = ["bitwise", "composite", "concatenate", "elementwise", "extra", "linalg", "movement",
            "norms",
            "reductions", "sorting", "view_ops"]
+# the ops real programs need (issue 12)
+__all__ += ["elementwise_math", "rearrange", "selection", "signal", "square_matrices",
+            "statistics", "vectors"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 

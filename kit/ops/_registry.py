@@ -101,12 +101,16 @@ def _with_vmap_hook(name, forward):
     args = list(code.co_varnames[: code.co_argcount])
     if code.co_flags & inspect.CO_VARARGS:  # reshape(x, *shape)
         args.append("*" + code.co_varnames[code.co_argcount])
-    hook = _HOOK.format(name=name, py=forward.__name__, args=", ".join(args))
+    args = ", ".join(args)
     try:
         lines, first = inspect.getsourcelines(forward)
     except (OSError, TypeError):
-        fn = _call_through(forward, hook, args)
+        fn = _call_through(forward, _HOOK.format(name=name, py=forward.__name__, args=args), args)
     else:
+        # NOTE: the hook names the function by its def name, which the maker below binds: a
+        # factory's functions (elementwise.py's _unary, used from other family files too) are
+        # found there, not in the globals of the module that defines the factory.
+        hook = _HOOK.format(name=name, py=code.co_name, args=args)
         fn = _recompiled(forward, hook, "".join(lines), first)
     fn.__defaults__ = forward.__defaults__
     fn.__name__, fn.__qualname__, fn.__doc__ = forward.__name__, forward.__name__, forward.__doc__
@@ -143,8 +147,8 @@ def _recompiled(forward, hook, source, first):
 
 
 def _call_through(forward, hook, args):
-    source = f"def {forward.__name__}({', '.join(args)}):\n" + textwrap.indent(hook, "    ")
-    source += f"    return forward({', '.join(args)})\n"
+    source = f"def {forward.__name__}({args}):\n" + textwrap.indent(hook, "    ")
+    source += f"    return forward({args})\n"
     namespace = {"VMAP": VMAP, "forward": forward, "__name__": forward.__module__}
     exec(source, namespace)
     return namespace[forward.__name__]

@@ -36,7 +36,7 @@ def _rectified(xp, x):
 
 
 @primitive("relu", grad=_relu_rule, saves="x", batch="elementwise", methods=("relu",),
-           torch="relu", mx="relu", expr=_rectified)
+           inplace=("relu_",), torch="relu", mx="relu", expr=_rectified)
 def relu(x):
     """max(x, 0), a primitive: PyTorch's relu is one op (ReluBackward0) whose gradient is
     differentiable in x; as a composite of where it would be neither."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.ops._record import check_same_device, data_of, record
+from kit.ops._record import ShapeError, check_same_device, data_of, record
 from kit.ops._registry import primitive
 from kit.ops.movement import index_put_add
 
@@ -29,6 +29,29 @@ def pair_arg(value, name, op):
     if len(pair) != 2 or not all(isinstance(v, int) for v in pair):
         raise ValueError(f"kit.{op}: {name} must be an int or a pair of ints, got {value!r}")
     return pair
+
+
+def resolve_padding(padding, stride, dilation, kernel, op):
+    """A convolution's padding: as given, 0 for 'valid', or for 'same' the padding that keeps
+    the input's size (stride 1, and an odd dilated kernel, padded evenly on both sides)."""
+    if padding == "valid":
+        return 0
+    if padding == "same":
+        if pair_arg(stride, "stride", op) != (1, 1):
+            raise ShapeError(f"kit.{op}: padding='same' is not supported for strided "
+                             f"convolutions. Fix: explicit padding")
+        dilation = pair_arg(dilation, "dilation", op)
+        total = [d * (k - 1) for d, k in zip(dilation, kernel, strict=True)]
+        if any(t % 2 for t in total):
+            raise ValueError(
+                f"kit.{op}: padding='same' with an even effective kernel ({list(total)} padding "
+                f"in all) would pad one side more, which kit does not do. Fix: use an odd "
+                f"kernel size, or explicit padding"
+            )
+        return tuple(t // 2 for t in total)
+    if isinstance(padding, str):
+        raise ValueError(f"Invalid padding string {padding!r}, should be one of 'valid', 'same'")
+    return padding
 
 
 def out_size(size, kernel, stride, padding, dilation):

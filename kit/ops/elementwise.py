@@ -98,6 +98,8 @@ def _unary(op, compute, rule, save, floating=True, **names):
     fn.__doc__ = f"Elementwise {op}."
     saves = {"x": "x", "y": "output", "": ""}[save]
     names.setdefault("methods", (op,))
+    # x.exp_(): each method's in-place form, as PyTorch has them
+    names.setdefault("inplace", tuple(m + "_" for m in names["methods"] if m[0] != "_"))
     return declare(op, fn, grad=rule, saves=saves, batch="elementwise", expr=compute, **names)
 
 
@@ -204,8 +206,8 @@ def _power(xp, x, y):
 
 
 @primitive("pow", grad=_pow_rule, saves="a, b, output", batch="broadcasting",
-           methods=("__pow__", ("__rpow__", reflected), "pow"), torch="pow", mx="power",
-           expr=_power)
+           methods=("__pow__", ("__rpow__", reflected), "pow"), inplace=("__ipow__", "pow_"),
+           torch="pow", mx="power", expr=_power)
 def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     """Elementwise a ** b (either may be a Python number)."""
     a, b, x, y = pair(a, b, "pow")
@@ -510,8 +512,8 @@ def _signs(xp, d):
     return xp.where(xp.isnan(d), 0, xp.sign(d)).astype(d.dtype)  # NOTE: sign(nan) is 0, as PyTorch
 
 
-@primitive("sign", grad=_zero_rule, batch="elementwise", methods=("sign",), torch="sign",
-           expr=_signs)
+@primitive("sign", grad=_zero_rule, batch="elementwise", methods=("sign",), inplace=("sign_",),
+           torch="sign", expr=_signs)
 def sign(x):
     """Sign of each element; recorded with a zero gradient (as PyTorch). bool stays bool."""
     d = x._data
@@ -521,11 +523,3 @@ def sign(x):
     if d.dtype.kind != "f":
         return Tensor(out)
     return record("sign", _zero_rule, out, (x,))
-@primitive("round", grad=_zero_rule, batch="elementwise", methods=("round",), torch="round")
-def round(x):  # noqa: A001 - PyTorch's name, used as kit.round
-    """Round to the nearest integer, halves to even (as PyTorch and NumPy); recorded with a
-    zero gradient. An integer tensor comes back unchanged (a copy)."""
-    d = x._data
-    if d.dtype.kind != "f":
-        return Tensor(d.copy())
-    return record("round", _zero_rule, backend.get_array_module(d).round(d), (x,))

@@ -86,9 +86,121 @@ def dot(a, b):
     return matmul(a, b)
 
 
-@composite("outer", torch="outer")
+@composite("outer", methods=("outer",), torch="outer")
 def outer(a, b):
     """Outer product of two 1-D tensors; a composite: no gradient code of its own."""
     from kit.ops.movement import reshape
 
     return reshape(a, (-1, 1)) * reshape(b, (1, -1))
+
+
+# --- batched and fused products (issue 12: what real programs call), composites of matmul ----
+def _same_dtype(op, *tensors):
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"kit.{op}: expected Tensors, got a {type(t).__name__}")
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) > 1:
+        raise RuntimeError(f"kit.{op}: expected the operands to have one dtype, got "
+                           f"{', '.join(sorted(map(str, dtypes)))} (as PyTorch). Fix: convert "
+                           f"one, e.g. b.to(a.dtype)")
+
+
+def _batches(a, b, op):
+    _same_dtype(op, a, b)
+    if a.ndim != 3 or b.ndim != 3:
+        raise RuntimeError(f"kit.{op}: batch1 and batch2 must be 3-D tensors, got shapes "
+                           f"{tuple(a.shape)} and {tuple(b.shape)}. Fix: matmul broadcasts "
+                           f"batch dims")
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise RuntimeError(f"kit.{op}: expected batch2 of shape [{a.shape[0]}, {a.shape[2]}, "
+                           f"*] for batch1 of shape {list(a.shape)}, got {list(b.shape)}")
+    _same_dtype(op, a, b)
+
+
+@composite("bmm", methods=("bmm",), torch="bmm")
+def bmm(a, b):
+    """Batches of matrix products, (b, n, m) @ (b, m, p) -> (b, n, p), without broadcasting."""
+    _batches(a, b, "bmm")
+    return matmul(a, b)
+
+
+def _fused(x, product, beta, alpha):
+    """beta * x + alpha * product, with x ignored when beta is 0 (its NaNs too, as PyTorch);
+    integer operands keep their dtype."""
+    out = product if alpha == 1 else alpha * product
+    if beta != 0:
+        out = (x if beta == 1 else beta * x) + out
+    if out.dtype != product.dtype:
+        from kit.ops.movement import astype
+
+        out = astype(out, product.dtype)
+    return out
+
+
+def _check_broadcast(x, shape, op):
+    from kit.ops.movement import broadcast_shapes
+
+    if broadcast_shapes(tuple(x.shape), shape) != shape:
+        raise RuntimeError(f"kit.{op}: input of shape {tuple(x.shape)} does not broadcast to "
+                           f"the product's shape {shape}")
+
+
+@composite("addmm", methods=("addmm",), inplace=("addmm_",), torch="addmm")
+def addmm(x, mat1, mat2, *, beta=1, alpha=1):
+    """beta * x + alpha * (mat1 @ mat2) for 2-D mat1, mat2 (a linear layer's forward)."""
+    _same_dtype("addmm", x, mat1, mat2)
+    product = mm(mat1, mat2)
+    _check_broadcast(x, tuple(product.shape), "addmm")
+    return _fused(x, product, beta, alpha)
+
+
+@composite("baddbmm", methods=("baddbmm",), inplace=("baddbmm_",), torch="baddbmm")
+def baddbmm(x, batch1, batch2, *, beta=1, alpha=1):
+    """beta * x + alpha * bmm(batch1, batch2) (attention scores with a bias)."""
+    _same_dtype("baddbmm", x, batch1, batch2)
+    product = bmm(batch1, batch2)
+    _check_broadcast(x, tuple(product.shape), "baddbmm")
+    return _fused(x, product, beta, alpha)
+
+
+def _contracted(a, b, dims):
+    if hasattr(dims, "tolist"):  # a Tensor
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0 or dims > min(a.ndim, b.ndim):
+            raise RuntimeError(f"kit.tensordot: dims={dims} must be between 0 and "
+                               f"{min(a.ndim, b.ndim)}")
+        return list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    if not isinstance(dims, (tuple, list)) or len(dims) != 2:
+        raise TypeError(f"kit.tensordot: dims must be an int or a pair of dim lists, got "
+                        f"{dims!r}")
+    dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError(f"kit.tensordot: both dimension lists should have the same length, "
+                           f"got {dims_a} and {dims_b}")
+    return [d % a.ndim for d in dims_a], [d % b.ndim for d in dims_b]
+
+
+@composite("tensordot", torch="tensordot")
+def tensordot(a, b, dims=2):
+    """Sum of products over the dims `dims` names (an int: a's last and b's first that many;
+    or two lists), as torch.tensordot: permute, flatten to matrices, one matmul."""
+    from kit.ops.movement import permute, reshape
+
+    _same_dtype("tensordot", a, b)
+    dims_a, dims_b = _contracted(a, b, dims)
+    for i, j in zip(dims_a, dims_b, strict=True):
+        if a.shape[i] != b.shape[j]:
+            raise RuntimeError(f"kit.tensordot: contracted dimensions need to match, but first "
+                               f"has size {a.shape[i]} in dim {i} and second has size "
+                               f"{b.shape[j]} in dim {j}")
+    free_a = [i for i in range(a.ndim) if i not in dims_a]
+    free_b = [j for j in range(b.ndim) if j not in dims_b]
+    size = 1
+    for i in dims_a:
+        size *= a.shape[i]
+    left = reshape(permute(a, *free_a, *dims_a), (-1, size))
+    right = reshape(permute(b, *dims_b, *free_b), (size, -1))
+    shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b)
+    return reshape(matmul(left, right), shape)

@@ -36,7 +36,7 @@ def _erf_rule(node, g, x):
 
 
 @primitive("erf", grad=_erf_rule, saves="x", batch="elementwise", methods=("erf",),
-           torch="erf", mx="erf")
+           inplace=("erf_",), torch="erf", mx="erf")
 def erf(x):
     """The error function, elementwise: erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt."""
     if not isinstance(x, Tensor):

@@ -1,6 +1,8 @@
 """Ops that return views, spelt as PyTorch spells them: view, view_as, narrow, unbind, chunk, split,
-diagonal. All but diagonal are composites of reshape and basic indexing (whose results are views,
-see kit/_views.py); diagonal is a primitive, because NumPy's diagonal is a read-only view.
+diagonal. view, view_as, narrow and chunk are composites of reshape, basic indexing (whose results
+are views, see kit/_views.py) and split; diagonal is a primitive, because NumPy's diagonal is a
+read-only view; unbind and split are primitives whose pieces are the outputs of one node, so that
+`output_nr` numbers them 0, 1, 2... as PyTorch does.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
+from kit.ops._outputs import node_type, record_outputs
 from kit.ops._record import record
 from kit.ops._registry import composite, primitive
 from kit.ops.movement import getitem, index_put_add, reshape
@@ -59,14 +62,50 @@ def narrow(x, dim, start, length):
     return getitem(x, (slice(None),) * d + (slice(start, start + length),))
 
 
-@composite("unbind", methods=("unbind",), torch="unbind")
+# --- unbind and split: one node whose outputs are the pieces ---------------------------------
+# NOTE: an in-place change of a piece is refused while recorded (kit/_views.py), as PyTorch
+_PIECES = {op: node_type(op, multiple_views=True) for op in ("unbind", "split", "split_with_sizes")}
+
+
+def _pieces_rule(node, *grads):
+    # NOTE: a piece nobody used gets zeros; the pieces' gradients are joined back as they were
+    # cut (stacked for unbind, concatenated for split), so a Tensor g (create_graph) is too.
+    d, stacked = node.params
+    given = next(g for g in grads if g is not None)
+    filled = [g if g is not None else _zeros(given, shape, dtype)
+              for g, (shape, dtype) in zip(grads, node.output_meta, strict=True)]
+    if isinstance(given, Tensor):
+        from kit.ops.movement import cat, stack
+
+        return ((stack if stacked else cat)(filled, d),)
+    xp = backend.get_array_module(given)
+    return ((xp.stack if stacked else xp.concatenate)(filled, d),)
+
+
+def _zeros(like, shape, dtype):
+    if isinstance(like, Tensor):
+        from kit._creation import zeros
+
+        return zeros(shape, dtype=dtype, device=like.device)
+    return backend.get_array_module(like).zeros(shape, dtype)
+
+
+def _pieces(op, x, d, cuts, stacked):
+    """The views x[cut] for each cut (basic indices along dim d), outputs of one node."""
+    return record_outputs(_PIECES[op], op, _pieces_rule, [x._data[cut] for cut in cuts], (x,),
+                          (), (d, stacked))
+
+
+@primitive("unbind", grad=_pieces_rule, batch="unbind", methods=("unbind",), torch="unbind")
 def unbind(x, dim=0):
-    """The slices along `dim`, as a tuple of views."""
+    """The slices along `dim`, as a tuple of views (outputs 0, 1, 2... of one node)."""
     d = _dim(x, dim, "unbind")
-    return tuple(getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
+    # (i, ...): a 0-d piece of a 1-D tensor is a view too, not the scalar NumPy gives for x[i]
+    cuts = [(slice(None),) * d + (i, Ellipsis) for i in range(x.shape[d])]
+    return _pieces("unbind", x, d, cuts, True)
 
 
-@composite("split", methods=("split",), torch="split")
+@primitive("split", grad=_pieces_rule, batch="split", methods=("split",), torch="split")
 def split(x, split_size_or_sections, dim=0):
     """Pieces of `split_size` along `dim` (the last may be smaller), or of the listed sizes."""
     d = _dim(x, dim, "split")
@@ -83,11 +122,11 @@ def split(x, split_size_or_sections, dim=0):
                 f"kit.split: split_with_sizes expects split_sizes to sum exactly to {n} (input "
                 f"tensor's size at dimension {dim}), but got split_sizes={sizes}"
             )
-    pieces, start = [], 0
-    for s in sizes:
-        pieces.append(getitem(x, (slice(None),) * d + (slice(start, start + s),)))
-        start += s
-    return tuple(pieces)
+    starts = np.cumsum([0] + sizes[:-1])
+    cuts = [(slice(None),) * d + (slice(int(a), int(a) + s),) for a, s in zip(starts, sizes,
+                                                                             strict=True)]
+    op = "split" if isinstance(split_size_or_sections, int) else "split_with_sizes"
+    return _pieces(op, x, d, cuts, False)
 
 
 @composite("chunk", methods=("chunk",), torch="chunk")

@@ -109,6 +109,11 @@ from kit.torch._functions import (
 
 inf, nan, pi, e = math.inf, math.nan, math.pi, math.e  # Python floats, as torch's
 
+# --- the functions real programs call that are no single registry op (issue 12) -------------
+from kit._creation import logspace  # noqa: E402
+from kit._random import bernoulli, multinomial, normal, randperm  # noqa: E402
+from kit.torch.linalg import cholesky_deprecated as cholesky  # noqa: E402
+
 # kit's ops under the names their declarations publish in kit.torch (kit/ops/_registry.py).
 _FROM_REGISTRY = {name: op.fn for name, op in published("torch")}
 globals().update(_FROM_REGISTRY)
@@ -144,3 +149,4 @@ __all__ += ["Generator", "load", "optim", "save", "serialization", "utils"]  # t
 __all__ += ["e", "empty_like", "full_like", "get_default_device", "get_default_dtype", "inf",
             "linalg", "nan", "pi", "rand_like", "randn_like", "set_default_device",
             "set_default_dtype"]
+__all__ += ["bernoulli", "cholesky", "logspace", "multinomial", "normal", "randperm"]  # issue 12

@@ -6,23 +6,32 @@
 tensor([0., 0., 2.])
 """
 
-from kit.nn.functional import (
+from kit.nn.functional import (  # issue 12's missing ops
+    avg_pool1d,
     avg_pool2d,
     batch_norm,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    conv1d,
     conv2d,
+    cosine_similarity,
     cross_entropy,
     dropout,
     embedding,
     gelu,
+    interpolate,
     layer_norm,
     leaky_relu,
     linear,
     log_softmax,
+    max_pool1d,
     max_pool2d,
     mse_loss,
     nll_loss,
+    normalize,
+    one_hot,
+    pad,
+    pairwise_distance,
     relu,
     sigmoid,
     silu,
@@ -37,3 +46,5 @@ __all__ = [
     "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "silu",
     "softmax", "softplus", "tanh",
 ]
+__all__ += ["avg_pool1d", "conv1d", "cosine_similarity", "interpolate", "max_pool1d",
+            "normalize", "one_hot", "pad", "pairwise_distance"]  # issue 12
