@@ -37,7 +37,8 @@ BROADCAST = (
 
 def _binary(op, compute, rule, keep, check=None, **names):
     """A binary primitive: `compute(x, y)` forward, `rule(node, g, a, b)`. It saves nothing if
-    `keep` is None, else its operands, pruned by `keep` (see record)."""
+    `keep` is None, both operands if it is True, else its operands pruned by `keep` (see
+    record)."""
 
     def fn(a, b):
         if check is not None:
@@ -69,7 +70,7 @@ def _binary(op, compute, rule, keep, check=None, **names):
             out = compute(x, y)
         if keep is None:
             return record(op, rule, out, (a, b))
-        return record(op, rule, out, (a, b), (a, b), None, keep)
+        return record(op, rule, out, (a, b), (a, b), None, None if keep is True else keep)
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} with broadcasting; Python numbers are accepted on either side."
