@@ -91,6 +91,7 @@ def test_lesson_12_gpu_branch_keeps_the_checked_outputs(fake_gpu, monkeypatch):
     finally:
         plt.close("all")
     assert namespace["live"] is not None  # the GPU branch ran
+    assert namespace["gpu_prof"] is not None  # and the profile on the GPU, checked by its cell
     assert {r["device"] for r in namespace["live"]["results"]} == {"cpu", "gpu"}
 
 

@@ -221,3 +221,26 @@ def _error(fn, *args):
     except RuntimeError as exc:
         return exc
     return None
+
+
+def test_each_dump_writes_what_came_after_the_last_one(tmp_path):
+    """MXNet empties its queue of events as it writes them, so profiling a cell run twice in a
+    notebook gives a trace of the second run, not of both."""
+    def traced(path):
+        return [e["name"] for e in json.loads(Path(path).read_text())["traceEvents"]
+                if e["ph"] in ("X", "C")]
+
+    counter = profiler.Counter(profiler.Domain("D"), "batches")
+    for _ in range(2):  # the same cell, run twice
+        enable(tmp_path)
+        mx.nd.ones(2).exp()
+        counter += 1
+        profiler.set_state("stop")
+        assert traced(profiler.dump()) == ["exp", "batches"]
+    enable(tmp_path)
+    mx.nd.ones(2).sin()
+    profiler.dump(finished=False)
+    mx.nd.ones(2).cos()
+    assert traced(profiler.dump()) == ["cos"]
+    stats = json.loads(profiler.dumps(format="json"))["Time"]  # the statistics keep everything
+    assert stats["operator"]["exp"]["Count"] == 2 and stats["D"]["batches"]["Total"] == 2

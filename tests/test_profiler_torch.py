@@ -4,6 +4,7 @@ schedules, trace files) behaves the same. Structure only, never times."""
 
 import json
 import re
+import warnings
 
 import pytest
 from test_profiler import check_trace
@@ -166,11 +167,63 @@ def test_without_a_schedule_on_trace_ready_runs_once_at_the_end(torch):
     assert not [e for e in prof.events() if e.key == "ProfilerStep*"]
 
 
+
+def recorded_after(torch, steps, acc_events=False, **params):
+    """(key, count) of what a profile reports after `steps` steps of a schedule."""
+    x = torch.ones(3)
+    with torch.profiler.profile(schedule=torch.profiler.schedule(**params),
+                                acc_events=acc_events) as prof:
+        for _ in range(steps):
+            x.exp()
+            prof.step()
+    return sorted((e.key, e.count) for e in prof.key_averages())
+
+
+@torch_warnings  # PyTorch warns once per process about the dropped cycle: kit's warning below
+@pytest.mark.parametrize("torch", LIBS)
+def test_a_new_cycle_drops_the_last_ones_events(torch):
+    five = [("ProfilerStep*", 5), ("aten::exp", 5)]
+    # the loop ends on the step after the cycle, when the next cycle's warm-up has begun
+    assert recorded_after(torch, 7, wait=0, warmup=2, active=5) == []
+    assert recorded_after(torch, 9, wait=1, warmup=2, active=5) == []  # after a wait step
+    assert recorded_after(torch, 6, wait=0, warmup=0, active=1) == [("ProfilerStep*", 1)]
+    # a second cycle replaces the first; the wait step after it drops nothing
+    assert recorded_after(torch, 8, wait=1, warmup=1, active=2) == [
+        ("ProfilerStep*", 2), ("aten::exp", 2)]
+    # repeat=1: no next cycle; acc_events=True: every cycle kept
+    assert recorded_after(torch, 7, wait=0, warmup=2, active=5, repeat=1) == five
+    assert recorded_after(torch, 10, wait=0, warmup=2, active=5, repeat=1) == five
+    assert recorded_after(torch, 7, acc_events=True, wait=0, warmup=2, active=5) == five
+    assert recorded_after(torch, 14, acc_events=True, wait=0, warmup=2, active=5) == [
+        ("ProfilerStep*", 10), ("aten::exp", 10)]
+
+
+def test_kit_says_when_a_cycle_is_dropped_and_only_then():
+    with pytest.warns(UserWarning, match="new profiling cycle") as caught:
+        recorded_after(kit.torch, 7, wait=0, warmup=2, active=5)
+    assert len(caught) == 1 and "repeat=1" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        recorded_after(kit.torch, 7, wait=0, warmup=2, active=5, repeat=1)
+        recorded_after(kit.torch, 14, acc_events=True, wait=0, warmup=2, active=5)
+
+
+def test_the_dropped_cycle_warning_names_the_users_line():
+    prof = kit.torch.profiler.profile()
+    with prof:
+        kit.torch.ones(2).exp()
+    with pytest.warns(UserWarning, match="acc_events=True") as caught:
+        with prof:  # a profile used again starts a new cycle, as in PyTorch
+            kit.torch.ones(2).sin()
+    assert caught[0].filename == __file__
+    assert [e.key for e in prof.key_averages()] == ["aten::sin"]
+
 def test_tensorboard_trace_handler_writes_one_trace_per_cycle(tmp_path):
     torch = kit.torch
     handler = torch.profiler.tensorboard_trace_handler(str(tmp_path / "tb"), worker_name="w")
-    with torch.profiler.profile(schedule=torch.profiler.schedule(wait=0, warmup=1, active=1),
-                                on_trace_ready=handler) as prof:
+    with pytest.warns(UserWarning, match="new profiling cycle"), torch.profiler.profile(
+            schedule=torch.profiler.schedule(wait=0, warmup=1, active=1),
+            on_trace_ready=handler) as prof:
         for _ in range(4):
             torch.ones(2).exp()
             prof.step()

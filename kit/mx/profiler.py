@@ -58,10 +58,11 @@ class _Profiler:
         self.config = dict(_DEFAULTS)
         self.session = None  # the segment being recorded (None when stopped or paused)
         self.running = False
-        self.events = []  # every event recorded, for the trace
+        self.events = []  # the events recorded since the last dump(), for the next trace
         self.stats = []  # the events dumps() adds up (reset=True clears them)
-        self.counters = []  # (ns, thread, category, name, value)
-        self.markers = []  # (ns, thread, category, name, scope)
+        self.counters = []  # (ns, thread, category, name, value), for dumps()
+        self.counter_points = []  # the same, since the last dump(), for the next trace
+        self.markers = []  # (ns, thread, category, name, scope), since the last dump()
         self.origin_ns = None
 
     def start_segment(self):
@@ -160,8 +161,9 @@ def resume(profile_process="worker"):
 
 
 def dump(finished=True, profile_process="worker"):
-    """Write everything recorded so far to the configured filename as a Chrome trace;
-    `finished=True` also stops the profiler."""
+    """Write what was recorded since the last dump (as MXNet, which empties its queue of events
+    as it writes them) to the configured filename as a Chrome trace; `finished=True` also stops
+    the profiler."""
     _check_process(profile_process)
     profiler = _PROFILER
     profiler.collect()
@@ -171,6 +173,8 @@ def dump(finished=True, profile_process="worker"):
     trace = _trace.chrome_trace(profiler.events, origin, lambda e: e.category,
                                 _Session.process_name)
     trace["traceEvents"] += _extra_trace(profiler, origin)
+    # MXNet empties its queue of events as it writes them: the next dump holds what came after
+    profiler.events, profiler.counter_points, profiler.markers = [], [], []
     return _trace.write(profiler.config["filename"], trace)
 
 
@@ -201,7 +205,7 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):  # noq
 
 def _extra_trace(profiler, origin):
     out = []
-    for ns, thread, category, name, value in profiler.counters:
+    for ns, thread, category, name, value in profiler.counter_points:
         out.append({"ph": "C", "name": name, "cat": category, "pid": os.getpid(), "tid": thread,
                     "ts": round((ns - origin) / 1e3, 3), "args": {name: value}})
     for ns, thread, category, name, scope in profiler.markers:
@@ -296,8 +300,10 @@ class Counter:
 
     def _record(self):
         if _PROFILER.session is not None:
-            _PROFILER.counters.append((perf_counter_ns(), threading.get_native_id(),
-                                       self.domain.name, self.name, self.value))
+            point = (perf_counter_ns(), threading.get_native_id(), self.domain.name, self.name,
+                     self.value)
+            _PROFILER.counters.append(point)
+            _PROFILER.counter_points.append(point)
 
     def set_value(self, value):
         self.value = int(value)

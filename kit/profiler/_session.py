@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import sys
 import threading
+import warnings
 
 from kit import backend
 from kit._modes import STATE, enter, leave
 from kit.profiler import _trace
-from kit.profiler._record import Recorder, Recording
+from kit.profiler._record import _KIT_DIR, Recorder, Recording
 from kit.profiler._stats import EventList
 
 
@@ -28,6 +30,7 @@ class ProfilerAction(enum.Enum):
 
 
 _RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+_CYCLE_ENDS = (ProfilerAction.NONE, ProfilerAction.RECORD_AND_SAVE)  # what a new cycle follows
 
 
 def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0):
@@ -78,7 +81,9 @@ class profile:  # noqa: N801 - PyTorch's name
     True)`); `profile_memory`: the bytes of the new arrays each op returns; `with_stack`: the
     Python lines that called it (`key_averages(group_by_stack_n=5)`); `cuda` (default: whether a
     GPU is usable): time work on the GPU with CUDA events, so a table gets device columns.
-    `schedule` and `on_trace_ready(prof)`: record only some steps (`prof.step()`).
+    `schedule` and `on_trace_ready(prof)`: record only some steps (`prof.step()`); as in
+    PyTorch, a cycle that begins drops the events of the cycle before (`acc_events=True` keeps
+    them, a schedule with `repeat=1` has one cycle).
     """
 
     spelling = None  # a front end's naming: fn(event) -> (name, category) (kit.torch, kit.mx)
@@ -123,6 +128,8 @@ class profile:  # noqa: N801 - PyTorch's name
         self.current_action = self._action(0)
         if self.current_action in _RECORDING:
             self._begin()  # first: a profiler already running here refuses this one
+        elif self.current_action is ProfilerAction.WARMUP:
+            self._new_cycle()
         self._thread = threading.get_ident()
 
     def stop(self):
@@ -147,6 +154,8 @@ class profile:  # noqa: N801 - PyTorch's name
             self._next_step_range()
         if current in _RECORDING and self._recorder is None:
             self._begin()
+        elif current is ProfilerAction.WARMUP and previous in _CYCLE_ENDS:
+            self._new_cycle()
 
     def _action(self, step):
         return ProfilerAction.RECORD if self.schedule is None else self.schedule(step)
@@ -165,11 +174,27 @@ class profile:  # noqa: N801 - PyTorch's name
         recorder = Recorder(self.record_shapes, self.profile_memory, self.with_stack, self.cuda)
         self._mode = enter(Recording(recorder))
         self._recorder = recorder
-        if not self.acc_events:
-            self._kept = []
+        self._new_cycle()
         recorder.started()
         if self.schedule is not None:
             self._next_step_range()
+
+    def _new_cycle(self):
+        """A cycle begins (its warm-up, or its recording without one): as PyTorch's profiler, drop
+        the events of the cycles before unless `acc_events`, and say so."""
+        if self.acc_events or not self._kept:
+            return
+        self._kept = []
+        frame, level = sys._getframe(1), 2  # the warning names the first caller outside kit
+        while frame is not None and frame.f_code.co_filename.startswith(_KIT_DIR):
+            frame, level = frame.f_back, level + 1
+        warnings.warn(
+            "kit.profiler: a new profiling cycle began, so the events recorded before it were "
+            "dropped (PyTorch drops them too): events() and key_averages() report the current "
+            "cycle only. Fix: read each cycle in on_trace_ready, end the schedule with repeat=1, "
+            "or pass acc_events=True to keep every cycle's events",
+            UserWarning, stacklevel=level,
+        )
 
     def _next_step_range(self):
         recorder = self._recorder
