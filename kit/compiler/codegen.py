@@ -45,7 +45,9 @@ class Writer:
             return tensor(tree.slot)
         if isinstance(tree, (tuple, list)):
             items = ", ".join(self.render(v, tensor) for v in tree)
-            return f"({items},)" if isinstance(tree, tuple) else f"[{items}]"
+            if isinstance(tree, list):
+                return f"[{items}]"
+            return f"({items},)" if tree else "()"
         if isinstance(tree, dict):
             items = ", ".join(f"{k!r}: {self.render(v, tensor)}" for k, v in tree.items())
             return "{" + items + "}"

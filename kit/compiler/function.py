@@ -64,9 +64,10 @@ class CompiledFunction:
         return getattr(fn, name)
 
     def __call__(self, *args, **kwargs):
-        if STATE.transforms or STATE.tracing is not None:
-            # inside kit.func transforms, or inside another compiled function's trace (which
-            # then records these ops itself): plain Python
+        if STATE.transforms > (STATE.profiler is not None) or STATE.tracing is not None:
+            # inside kit.func transforms (a running profiler is one level of `transforms`, not
+            # a transform), or inside another compiled function's trace (which then records
+            # these ops itself): plain Python
             return self.fn(*args, **kwargs)
         if not kwargs and all(type(a) is Tensor for a in args):
             leaves = tensors = list(args)  # the common call: tensors only, by position
