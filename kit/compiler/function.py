@@ -118,12 +118,26 @@ class CompiledFunction:
             self.last = _Eager(graph)
             self.cache.setdefault(key, []).append(self.last)
             return result  # the trace ran the function eagerly: that is this call's result
+        inputs = tensors + [t for _, t in graph.captured]
         program = Program(graph, config, config.fuse if self.fuse is None else self.fuse)
+        rng.restore(states)  # the replay draws what the eager call would have drawn
+        try:
+            result = program.call(inputs)
+        except GuardError:
+            if not program.groups:
+                raise
+            # NOTE: fused kernels may round differently from the eager ops the trace ran
+            # (numba's tanh is libm's, NumPy's is its own), so a value read into Python (a
+            # guard) can come out a last bit apart on the very inputs traced, and no call would
+            # ever match. This graph replays op by op instead, with the array functions eager
+            # code runs: bit for bit what the trace saw.
+            program = Program(graph, config, False)
+            rng.restore(states)
+            result = program.call(inputs)
         program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
         self.cache.setdefault(key, []).append(program)
         self.last = program
-        rng.restore(states)  # the replay draws what the eager call would have drawn
-        return program.call(tensors + [t for _, t in graph.captured])
+        return result
 
     # --- what was captured ---------------------------------------------------------------------
     @property

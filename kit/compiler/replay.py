@@ -33,6 +33,8 @@ class Program:
         self.graph = graph
         self.grad = any(s.differentiable for s in graph.steps)
         self.groups = []
+        for step in graph.steps:  # (a graph compiled again, unfused, forgets its groups)
+            step.group = None
         if fuse:
             used_later = _reader_positions(graph)
             found = find_groups(graph, used_later)
