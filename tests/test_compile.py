@@ -261,6 +261,7 @@ def test_explain_describes_the_graph():
     f(*_leaves((3,), (3,)))
     info = f.explain()
     assert [s["op"] for s in info["steps"]] == ["mul", "tanh", "add", "sum"]
+    assert [s["elementwise"] for s in info["steps"]] == [True, True, True, False]
     assert info["counts"]["ops"] == 4 and info["counts"]["breaks"] == 0
     assert info["counts"]["graphs"] == 1 and info["inputs"] == [0, 1]
     assert "def forward(v0, v1)" in info["source"]["forward"]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import kit
-from kit.compiler import CompileError
+from kit.compiler import CompileError, config
 
 
 def _bool(x):
@@ -220,3 +220,24 @@ def test_a_guard_outcome_counts_toward_the_cache_limit():
     compiled(_x((2.0, 1.0)))
     with pytest.warns(UserWarning, match="cache_size_limit"):
         np.testing.assert_array_equal(compiled(_x((3.0, 1.0))).numpy(), [12.0, 4.0])
+
+
+def test_a_value_read_after_a_fused_kernel_is_guarded_on_what_eager_code_computed(monkeypatch):
+    """numba's tanh rounds differently from NumPy's: a sum read with .item() after a fused
+    group came out a last bit apart from the trace's on the traced inputs themselves, and the
+    guard's GuardError escaped. Such a graph replays op by op: bit for bit eager code."""
+    pytest.importorskip("numba", reason="numba is not installed (pip install 'kit[jit]')")
+    monkeypatch.setattr(config, "cpu_kernel", "numba")
+
+    def f(x, w):
+        h = (x * w).tanh()
+        return h / h.abs().sum().item()
+
+    compiled = kit.compile(f)
+    w = kit.tensor([1.0, -2.0, 0.5, 3.0])
+    # tanh(0.05) in float32: numba 0.049958378, NumPy 0.049958374; the sum differs in its last bit
+    for values in ([0.1, 0.2, 0.1, 0.1], [0.3, 0.1, -0.2, 0.05]):
+        x = kit.tensor(values)
+        for _ in range(2):  # traced, then replayed
+            np.testing.assert_allclose(compiled(x, w).numpy(), f(x, w).numpy(), rtol=1e-6)
+    assert compiled.size() == 2 and not compiled.explain()["eager"]  # a graph per value read

@@ -1,5 +1,6 @@
 """kit.compile as the front ends spell it (torch.compile, gluon's hybridize), custom Functions
-that declare themselves elementwise, and kit.viz drawing a compiled function's graph."""
+that declare themselves elementwise, kit.viz drawing a compiled function's graph, and the
+profiler seeing a compiled call as PyTorch's does (CompiledFunction, its fused kernels)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 import kit
 import kit.mx as mx
 import kit.torch as torch
+from kit.compiler import config
 from kit.viz import draw_graph
 
 
@@ -188,3 +190,62 @@ def test_draw_graph_of_a_compiled_function_boxes_its_fused_groups():
     assert roles == {"leaf", "parameter", "intermediate"}
     pytest.importorskip("pygraphviz")
     assert "cluster_fused0" in drawing.svg
+
+
+# --- kit.profiler -------------------------------------------------------------------------------
+def _under_profiler(fn, *args, **options):
+    from kit.torch.profiler import profile
+
+    with profile(**options) as prof:
+        fn(*args).backward()
+    return prof
+
+
+@pytest.mark.parametrize("kernel", ["numpy", "numba"])
+def test_the_profiler_sees_the_replay_its_fused_kernels_and_the_one_backward_node(
+        kernel, monkeypatch):
+    from test_profiler import check_trace
+
+    if kernel == "numba":
+        pytest.importorskip("numba", reason="numba is not installed (pip install 'kit[jit]')")
+    monkeypatch.setattr(config, "cpu_kernel", kernel)
+
+    def f(x, w):
+        return ((x * w + 0.5).tanh() * x).exp().sum()
+
+    x = torch.tensor(np.linspace(-1, 1, 50), requires_grad=True)
+    w = torch.ones(50, dtype=torch.float64)
+    compiled = torch.compile(f)
+    eager = _under_profiler(f, x, w)
+    traced = _under_profiler(compiled, x, w, profile_memory=True)  # the first call traces
+    want = x.grad.numpy().copy()
+    x.grad = None
+    prof = _under_profiler(compiled, x, w, profile_memory=True)
+    np.testing.assert_allclose(x.grad.numpy(), want / 2)  # the replay's gradient, as eagerly
+    assert compiled.size() == 1 and not compiled.explain()["eager"]
+    assert {"aten::mul", "aten::tanh", "MulBackward0"} <= {e.key for e in eager.key_averages()}
+    assert "aten::tanh" in {e.key for e in traced.key_averages()}  # the trace ran eagerly
+    rows = {e.key: e for e in prof.key_averages()}
+    name = "fused_add_exp_mul_tanh_0"
+    assert set(rows) == {"CompiledFunction", name, "aten::sum", "CompiledFunctionBackward",
+                         f"{name}_backward"}
+    assert all(e.count == 1 for e in rows.values())
+    assert compiled.explain()["groups"][0]["kernel"] == name
+    events = {e.name: e for e in prof.events()}
+    assert events[name].parent is events["aten::sum"].parent is events["CompiledFunction"]
+    assert events[f"{name}_backward"].parent is events["CompiledFunctionBackward"]
+    # the kernel writes the output and keeps tanh's value: 2 x 50 float64 of new memory
+    assert rows[name].self_cpu_memory_usage == 2 * 50 * 8
+    assert rows["CompiledFunction"].cpu_memory_usage == 2 * 50 * 8 + 8
+    check_trace(prof.chrome_trace(), set(rows))
+
+
+def test_under_the_profiler_a_kit_func_transform_still_runs_the_function_as_python():
+    from kit.torch.profiler import profile
+
+    inner = torch.compile(lambda x: (x.exp() * 2).sum())
+    xs = torch.tensor(np.arange(6.0).reshape(2, 3))
+    with profile() as prof:
+        got = kit.func.vmap(inner)(xs)
+    np.testing.assert_allclose(got.numpy(), 2 * np.exp(xs.numpy()).sum(1))
+    assert inner.size() == 0 and "CompiledFunction" not in {e.key for e in prof.key_averages()}

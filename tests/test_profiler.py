@@ -349,7 +349,7 @@ def test_docstring_examples_run(module):
 
 
 def test_a_client_reports_work_kit_cannot_see_as_events():
-    """What kit.compile's replay will do for a fused group: one event, its outputs' memory."""
+    """What kit.compile's replay does for a fused kernel: one event, its outputs' memory."""
     x = kit.ones(4)
     with profile(profile_memory=True) as prof:
         rec = kit.profiler.current()

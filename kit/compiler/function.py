@@ -64,9 +64,10 @@ class CompiledFunction:
         return getattr(fn, name)
 
     def __call__(self, *args, **kwargs):
-        if STATE.transforms or STATE.tracing is not None:
-            # inside kit.func transforms, or inside another compiled function's trace (which
-            # then records these ops itself): plain Python
+        if STATE.transforms > (STATE.profiler is not None) or STATE.tracing is not None:
+            # inside kit.func transforms (a running profiler is one level of `transforms`, not
+            # a transform), or inside another compiled function's trace (which then records
+            # these ops itself): plain Python
             return self.fn(*args, **kwargs)
         if not kwargs and all(type(a) is Tensor for a in args):
             leaves = tensors = list(args)  # the common call: tensors only, by position
@@ -117,12 +118,26 @@ class CompiledFunction:
             self.last = _Eager(graph)
             self.cache.setdefault(key, []).append(self.last)
             return result  # the trace ran the function eagerly: that is this call's result
+        inputs = tensors + [t for _, t in graph.captured]
         program = Program(graph, config, config.fuse if self.fuse is None else self.fuse)
+        rng.restore(states)  # the replay draws what the eager call would have drawn
+        try:
+            result = program.call(inputs)
+        except GuardError:
+            if not program.groups:
+                raise
+            # NOTE: fused kernels may round differently from the eager ops the trace ran
+            # (numba's tanh is libm's, NumPy's is its own), so a value read into Python (a
+            # guard) can come out a last bit apart on the very inputs traced, and no call would
+            # ever match. This graph replays op by op instead, with the array functions eager
+            # code runs: bit for bit what the trace saw.
+            program = Program(graph, config, False)
+            rng.restore(states)
+            result = program.call(inputs)
         program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
         self.cache.setdefault(key, []).append(program)
         self.last = program
-        rng.restore(states)  # the replay draws what the eager call would have drawn
-        return program.call(tensors + [t for _, t in graph.captured])
+        return result
 
     # --- what was captured ---------------------------------------------------------------------
     @property

@@ -57,11 +57,20 @@ class Group:
         """The steps the group's kernels do: its elementwise run, and a sum they end with."""
         return self.steps + ([self.reduce_step] if self.reduce_step is not None else [])
 
+    def name_kernels(self):
+        """Name the kernels as Inductor names its own (`fused_<its ops, sorted>_<index>`): the
+        name a profiler shows for each call."""
+        name = f"fused_{'_'.join(sorted({s.name for s in self.members}))}_{self.index}"
+        self.fwd_kernel.name = name
+        if self.bwd_kernel is not None:
+            self.bwd_kernel.name = f"{name}_backward"
+
     def describe(self):
         from kit.compiler.kernels import traffic
 
         return {
             "index": self.index, "ops": [s.name for s in self.members], "shape": self.shape,
+            "kernel": getattr(self.fwd_kernel, "name", None),
             "inputs": [r.slot if isinstance(r, Ref) else "constant" for r in self.inputs],
             "outputs": list(self.outputs),
             "kept": sum(1 for slot in self.saved_from if slot is None),

@@ -145,13 +145,15 @@ class Graph:
 
     def describe(self):
         """The graph as plain data: steps (op, kind, inputs, outputs, shapes, fused group,
-        source line), breaks, fused groups and counts."""
+        source line, whether it is elementwise, i.e. may fuse), breaks, fused groups and
+        counts."""
         slots = self.slots
         steps = [{
             "index": i, "op": s.name, "kind": s.kind,
             "inputs": [r.slot for r in _walk((s.args, s.kwargs)) if isinstance(r, Ref)],
             "outputs": list(s.outs), "shape": [slots[o].shape for o in s.outs],
             "group": s.group, "line": s.where[1], "differentiable": s.differentiable,
+            "elementwise": s.expr is not None,
         } for i, s in enumerate(self.steps)]
         groups = [g.describe() for g in self.groups]
         return {

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from kit.compiler.expr import TRANSCENDENTAL, Expr, topological
+from kit.grad_mode import STATE
 
 BLOCK = 16_384  # elements per block of the NumPy kernel (intermediates stay in cache)
 LARGE = 65_536  # from here on, "auto" prefers NumPy's SIMD math for transcendental groups
@@ -242,21 +243,36 @@ def input_dtypes(group, roots, n_in):
 class Kernel:
     """A compiled kernel: call it with the input arrays, get the output arrays (a tuple).
     `n_out` is None for a function that returns a tuple itself; `quiet` runs it with NumPy's
-    floating-point warnings off (only NumPy's ufuncs raise them)."""
+    floating-point warnings off (only NumPy's ufuncs raise them). A group's kernels have a
+    `name` (Group.name_kernels): while a profiler runs, each call is an event of that name."""
 
     def __init__(self, fn, source, n_out, quiet=False):
         self.fn = fn
         self.source = source
         self.n_out = n_out
         self.quiet = quiet
+        self.name = None
 
     def __call__(self, *arrays):
-        if self.quiet:
-            with np.errstate(all="ignore"):
+        recorder = STATE.profiler
+        event = None
+        if recorder is not None and self.name is not None:
+            event = recorder.begin(self.name, "fused", "backward" if self.name.endswith(
+                "_backward") else "forward", inputs=arrays)
+        try:
+            if self.quiet:
+                with np.errstate(all="ignore"):
+                    out = self.fn(*arrays)
+            else:
                 out = self.fn(*arrays)
-        else:
-            out = self.fn(*arrays)
-        return (out,) if self.n_out == 1 else out
+        except BaseException:
+            if event is not None:
+                recorder.end(event)
+            raise
+        out = (out,) if self.n_out == 1 else out
+        if event is not None:
+            recorder.end(event, out, arrays)
+        return out
 
 
 # --- NumPy with out= buffers ----------------------------------------------------------------

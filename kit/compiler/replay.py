@@ -33,6 +33,8 @@ class Program:
         self.graph = graph
         self.grad = any(s.differentiable for s in graph.steps)
         self.groups = []
+        for step in graph.steps:  # (a graph compiled again, unfused, forgets its groups)
+            step.group = None
         if fuse:
             used_later = _reader_positions(graph)
             found = find_groups(graph, used_later)
@@ -45,6 +47,7 @@ class Program:
                     group.index = len(self.groups)
                     for step in group.members:
                         step.group = group.index
+                    group.name_kernels()
                     self.groups.append(group)
         graph.groups = self.groups
         self.input_slots = graph.inputs + [s for s, _ in graph.captured]
@@ -66,7 +69,9 @@ class Program:
     def call(self, tensors):
         """Run on `tensors` (inputs then captured); the function's outputs, as it returns them."""
         arrays = [t._data for t in tensors]
-        if self.generic:
+        if STATE.profiler is not None:
+            outs, saved = self._profiled(STATE.profiler, arrays)
+        elif self.generic:
             with no_grad():
                 outs, saved = self.forward(*arrays)
         else:
@@ -93,6 +98,22 @@ class Program:
             slots = [s for s, _ in self.grad_outputs]
             node.out_vc = tuple(version_counter(made[slots[k]]) for k in self.checked_outputs)
         return graph.rebuild(values)
+
+    def _profiled(self, recorder, arrays):
+        """The forward as one profiler event, "CompiledFunction" as PyTorch names it; the fused
+        kernels (kit/compiler/kernels.py) and the ops run on Tensors are events inside it."""
+        event = recorder.begin("CompiledFunction", "compiled", "forward", inputs=arrays)
+        try:
+            if self.generic:
+                with no_grad():
+                    outs, saved = self.forward(*arrays)
+            else:
+                outs, saved = self.forward(*arrays)
+        except BaseException:
+            recorder.end(event)
+            raise
+        recorder.end(event, outs, arrays)
+        return outs, saved
 
     def _node(self, tensors, saved):
         edges = []
