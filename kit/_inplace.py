@@ -150,8 +150,3 @@ def _clamp_(self, min=None, max=None):  # noqa: A002
 
     op = lambda t, _: clamp(t, min, max)  # noqa: E731
     return _inplace("clamp_", op)(self, None)
-
-
-def _clone(self):
-    """A copy that stays in the graph (gradients flow back to the original)."""
-    return self * 1 if self.requires_grad and STATE.enabled else Tensor(self._data.copy())

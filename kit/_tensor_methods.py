@@ -10,7 +10,7 @@ Tensor.
 from __future__ import annotations
 
 from kit._creation import NEW
-from kit._inplace import _clamp_, _clone, _fill_op, _index_add_, _inplace, _setitem, _zero_
+from kit._inplace import _clamp_, _fill_op, _index_add_, _inplace, _setitem, _zero_
 from kit._tensor import Tensor
 from kit.ops import movement, permute, transpose
 from kit.ops._registry import OPS
@@ -56,7 +56,6 @@ _OTHERS = {
     "T": property(lambda s: permute(s, tuple(reversed(range(s.ndim))))),
     "mT": property(lambda s: transpose(s, -2, -1)),
     "__setitem__": _setitem,
-    "clone": _clone,
     "fill_": _inplace("fill_", _fill_op),
     "copy_": _inplace("copy_", _fill_op),
     "zero_": _zero_,

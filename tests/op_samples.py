@@ -139,6 +139,7 @@ SAMPLES = {
                 torch=lambda torch, a, b: torch.stack([a, b], 1))],
     "astype": [s(A, call=lambda f, x: f(x, np.float32), order=1, rtol=0.05, torch=None)],
     "to": [s(A, call=lambda f, x: f(x, "cpu"), torch=lambda torch, x: x.to("cpu"))],
+    "clone": [s(M)],
     # views (kit/ops/view_ops.py)
     "view": [s(M, 2, 6, torch=lambda torch, x, *shape: x.view(*shape))],
     "view_as": [s(M, uniform(2, 6), torch=lambda torch, x, y: x.view_as(y))],

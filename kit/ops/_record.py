@@ -33,11 +33,12 @@ _VERSIONS = {
 }
 
 
-def record(op, rule, out, inputs, saved=(), params=None):
+def record(op, rule, out, inputs, saved=(), params=None, keep=None):
     """Wrap the array `out` as a Tensor; attach a Node if a Tensor input requires grad.
 
     A result whose array is a view of an input's array becomes a view of that input's base
-    (kit/_views.py): no op has to say that it makes views.
+    (kit/_views.py): no op has to say that it makes views. `keep(saved, edges)`, where an op
+    gives one, drops (as None) what the gradients of the inputs that need one do not use.
     """
     y = Tensor(out)
     out = y._data
@@ -60,6 +61,8 @@ def record(op, rule, out, inputs, saved=(), params=None):
         edges += (NO_EDGE,)
     if not need:
         return y
+    if keep is not None:
+        saved = keep(saved, edges)
     versions = ()
     saves_output = False
     for v in saved:
@@ -94,6 +97,12 @@ def record(op, rule, out, inputs, saved=(), params=None):
             node.out_ref = weakref.ref(y)
     return y
 
+
+def cross(saved, edges):
+    """`keep` for a product (mul, matmul, linear): each operand's gradient uses only the other
+    operand, so an operand is kept only when the other one needs a gradient, as in PyTorch."""
+    a, b = saved
+    return (a if edges[1] else None, b if edges[0] else None)
 
 
 def constant(value, like, op):

@@ -58,7 +58,7 @@ def _quotient_rule(op, rounding):
     """d/da = 1, d/db = -rounded(a / b): remainder (floor) and fmod (trunc). The quotient is a
     constant, as PyTorch's (its derivative is 0), so the rule is also right to second order."""
 
-    def rule(node, g, a, b):
+    def rule(node, g, a=None, b=None):  # (nothing kept when only the dividend needs one)
         need = node.next_functions
         gb = None
         if need[1]:
@@ -76,6 +76,12 @@ def _quotient_rule(op, rounding):
         return (g if need[0] else None), gb
 
     return rule
+
+
+def _divisor_needs(saved, edges):
+    """`keep` for remainder and fmod: only the divisor's gradient uses the operands, so they are
+    kept only when the divisor needs one (PyTorch keeps nothing otherwise)."""
+    return saved if edges[1] else ()
 
 
 def _remainder(xp, x, y):
@@ -103,7 +109,9 @@ def _division(op, compute, rule, **names):
             raise RuntimeError(f"kit.{op}: integer division by zero (PyTorch raises "
                                f"ZeroDivisionError). Fix: make the divisor nonzero, or divide "
                                f"floats (x.float()), which give inf or nan")
-        return record(op, rule, out, (a, b), () if rule is _floor_divide_rule else (a, b))
+        if rule is _floor_divide_rule:
+            return record(op, rule, out, (a, b))
+        return record(op, rule, out, (a, b), (a, b), None, _divisor_needs)
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} with broadcasting and PyTorch's type promotion."

@@ -18,6 +18,7 @@ from kit.engine import OUTPUT
 from kit.ops._record import (
     as_dtype_of,
     check_same_device,
+    cross,
     data_of,
     dual,
     pair,
@@ -34,7 +35,10 @@ BROADCAST = (
 )
 
 
-def _binary(op, compute, rule, saves, check=None, **names):
+def _binary(op, compute, rule, keep, check=None, **names):
+    """A binary primitive: `compute(x, y)` forward, `rule(node, g, a, b)`. It saves nothing if
+    `keep` is None, else its operands, pruned by `keep` (see record)."""
+
     def fn(a, b):
         if check is not None:
             check(a, b)
@@ -63,11 +67,13 @@ def _binary(op, compute, rule, saves, check=None, **names):
         except OverflowError:  # a Python int that does not fit the tensor's integer dtype
             a, b, x, y = pair(a, b, op)
             out = compute(x, y)
-        return record(op, rule, out, (a, b), (a, b) if saves else ())
+        if keep is None:
+            return record(op, rule, out, (a, b))
+        return record(op, rule, out, (a, b), (a, b), None, keep)
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} with broadcasting; Python numbers are accepted on either side."
-    return declare(op, fn, grad=rule, saves="a, b" if saves else "", batch="broadcasting",
+    return declare(op, fn, grad=rule, saves="" if keep is None else "a, b", batch="broadcasting",
                    **names)
 
 
@@ -97,7 +103,7 @@ def _unary(op, compute, rule, save, floating=True, **names):
 
 # --- arithmetic -----------------------------------------------------------------------------
 add = _binary(
-    "add", lambda x, y: x + y, lambda node, g: (g, g), False,
+    "add", lambda x, y: x + y, lambda node, g: (g, g), None,
     methods=("__add__", ("__radd__", reflected), ("add", with_alpha)),
     inplace=("__iadd__", "add_"), fast=operator.iadd, mx=("broadcast_add", "elemwise_add"),
 )
@@ -111,7 +117,7 @@ def _no_bool(a, b):
 
 
 sub = _binary(
-    "sub", lambda x, y: x - y, lambda node, g: (g, -g), False,
+    "sub", lambda x, y: x - y, lambda node, g: (g, -g), None,
     methods=("__sub__", ("__rsub__", reflected), ("sub", with_alpha)),
     inplace=("__isub__", "sub_"), fast=operator.isub, mx=("broadcast_sub", "elemwise_sub"),
     check=_no_bool,
@@ -141,13 +147,19 @@ def _integral(v):
     return v.dtype.kind in "biu" if hasattr(v, "dtype") else not isinstance(v, float)
 
 
+def _dividend_if_needed(saved, edges):
+    """`keep` for div: the divisor serves both gradients, the dividend only the divisor's."""
+    a, b = saved
+    return (a if edges[1] else None, b)
+
+
 mul = _binary(
-    "mul", lambda x, y: x * y, _mul_rule, True,
+    "mul", lambda x, y: x * y, _mul_rule, cross,
     methods=("__mul__", ("__rmul__", reflected), "mul"), inplace=("__imul__", "mul_"),
     fast=operator.imul, torch="mul", mx=("broadcast_mul", "elemwise_mul"),
 )
 div = _binary(
-    "div", _true_divide, _div_rule, True,
+    "div", _true_divide, _div_rule, _dividend_if_needed,
     methods=("__truediv__", ("__rtruediv__", reflected), "div"),
     inplace=("__itruediv__", "div_"), fast=operator.itruediv, torch="div",
     mx=("broadcast_div", "elemwise_div"),
@@ -198,7 +210,7 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
             raise NotImplementedError("\"pow\" not implemented for 'Bool' (kit.pow, as in "
                                       "PyTorch). Fix: convert first, e.g. x.int() ** y")
         out = x.copy() if y else backend.get_array_module(x).ones_like(x)  # bool ** True/False
-        return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
+        return record("pow", _pow_rule, out, (a, b), _pow_saves(a, b))
     try:
         with np.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 is inf, as in PyTorch
             out = x**y
@@ -209,7 +221,13 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
             raise RuntimeError("kit.pow: Integers to negative integer powers are not allowed. "
                                "Fix: use a float base, e.g. x.float() ** -1") from None
         out = _int_power(x, y)
-    return record("pow", _pow_rule, out, (a, b), (a, b, OUTPUT))
+    return record("pow", _pow_rule, out, (a, b), _pow_saves(a, b))
+
+
+def _pow_saves(a, b):
+    # NOTE: as PyTorch, the output is kept only for a tensor exponent: a number exponent has no
+    # gradient, and the base's gradient does not use the output.
+    return (a, b, OUTPUT if isinstance(b, Tensor) else None)
 
 
 def _negate(xp, x):
@@ -333,7 +351,10 @@ def where(condition, a, b):
         out = _select(xp, cond, x, y)
     except ValueError:
         raise shape_error("where", cond, x, y, detail=BROADCAST) from None
-    return record("where", _where_rule, out, (None, a, b), (cond,))
+    # NOTE: a Tensor condition is kept as itself (PyTorch's WhereBackward0 keeps it), so an
+    # in-place change of it before backward is an error, not a silently different gradient.
+    return record("where", _where_rule, out, (None, a, b),
+                  (condition if isinstance(condition, Tensor) else cond,))
 
 
 def _condition_on_device(condition, cond, x, y):

@@ -184,7 +184,9 @@ def _grid(index, dim, op):
                         f"Fix: index.long()")
     xp = backend.get_array_module(idx)
     grids = list(xp.ix_(*[xp.arange(n) for n in idx.shape])) if idx.ndim else []
-    grids[dim] = idx
+    # NOTE: a plain index Tensor goes in as itself, so the indexing node keeps it (PyTorch's
+    # gather keeps its index): an in-place change of it before backward is an error
+    grids[dim] = index if type(index) is Tensor else idx
     return tuple(grids)
 
 

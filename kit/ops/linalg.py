@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 from kit._tensor import Tensor
-from kit.ops._record import ShapeError, pair, record
+from kit.ops._record import ShapeError, cross, pair, record
 from kit.ops._registry import composite, primitive, reflected
 
 
 def _matmul_rule(node, g, a, b):
     # NOTE: 1-D operands are promoted to matrices for the products and the added axis is
     # dropped again; batch axes that were broadcast are summed away by the engine.
+    # NOTE: an operand is saved only if the other needs a gradient (record's `cross`): a is None
+    # unless need[1], b None unless need[0].
     need = node.next_functions
     a_1d, b_1d = node.params
     if a_1d and b_1d:
         return (g * b if need[0] else None, g * a if need[1] else None)
     if a_1d:
         g = g.reshape(g.shape[:-1] + (1, g.shape[-1]))
-        a = a.reshape((1, a.shape[0]))
+        a = a.reshape((1, a.shape[0])) if need[1] else None
     if b_1d:
         g = g.reshape(g.shape + (1,))
-        b = b.reshape((b.shape[0], 1))
+        b = b.reshape((b.shape[0], 1)) if need[0] else None
     ga = gb = None
     if need[0]:
         ga = g @ b.swapaxes(-1, -2)
@@ -57,7 +59,7 @@ def matmul(a, b):
         from kit.ops._record import check_same_device
 
         check_same_device("matmul", x, y)
-    return record("matmul", _matmul_rule, out, (a, b), (a, b), (x.ndim == 1, y.ndim == 1))
+    return record("matmul", _matmul_rule, out, (a, b), (a, b), (x.ndim == 1, y.ndim == 1), cross)
 
 
 @composite("mm", methods=("mm",), torch="mm")

@@ -22,7 +22,7 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.ops._record import check_same_device, data_of, record
+from kit.ops._record import check_same_device, cross, data_of, record
 from kit.ops._registry import primitive
 from kit.ops.elementwise import exp_
 
@@ -53,15 +53,15 @@ def erf(x):
     return record("erf", _erf_rule, out, (x,), (x,))
 
 
-def _linear_rule(node, g, x, w):
+def _linear_rule(node, g, x=None, w=None):
+    # NOTE: x is saved only if the weight needs a gradient, the weight only if x does (`cross`)
     need = node.next_functions
-    out_features, in_features = w.shape
     gx = g @ w if need[0] else None
     gw = gb = None
     if need[1] or need[2]:
-        g2 = g.reshape((-1, out_features))
+        g2 = g.reshape((-1, g.shape[-1]))
         if need[1]:
-            gw = g2.T @ x.reshape((-1, in_features))
+            gw = g2.T @ x.reshape((-1, x.shape[-1]))
         if need[2]:
             gb = g2.sum(axis=0)
     return gx, gw, gb
@@ -96,5 +96,11 @@ def linear(x, weight, bias=None):
     out = d @ w.T
     if b is not None:
         out += b
-    return record("linear", _linear_rule, out, (x, weight, bias), (x, weight))
+    return record("linear", _linear_rule, out, (x, weight, bias), (x, weight), None, _linear_keep)
+
+
+def _linear_keep(saved, edges):
+    """`cross`, and nothing at all when only the bias needs a gradient (PyTorch's addmm keeps
+    nothing then, so a second backward works)."""
+    return cross(saved, edges) if edges[0] or edges[1] else ()
 
