@@ -407,21 +407,32 @@ def _keep_or_zero(cond, x):
     return out
 
 
-def _clamp_rule(node, g, x):
-    lo, hi = node.params
-    d = data_of(x)
+def _clamp_rule(node, g, x, lo, hi):
+    # NOTE: as PyTorch's clamp_backward: x gets g inside [min, max] (bounds included); a Tensor
+    # bound gets g where it was the answer: min where x < min (and min < max), max where x > max
+    # (or max < min, where clamp gives max).
+    d, low, high = data_of(x), data_of(lo), data_of(hi)
+    need = node.next_functions
     inside = backend.get_array_module(d).ones(d.shape, dtype=bool)
     if lo is not None:
-        inside &= d >= lo
+        inside = inside & (d >= low)
     if hi is not None:
-        inside &= d <= hi
-    return (where_(inside, g, 0),)
+        inside = inside & (d <= high)
+    g_lo = g_hi = None
+    if need[1]:
+        below = d < low
+        g_lo = where_(below & (low < high) if hi is not None else below, g, 0)
+    if need[2]:
+        above = d > high
+        g_hi = where_(above | (high < low) if lo is not None else above, g, 0)
+    return (where_(inside, g, 0) if need[0] else None), g_lo, g_hi
 
 
-@primitive("clamp", grad=_clamp_rule, saves="x", batch="broadcasting", methods=("clamp", "clip"),
-           torch=("clamp", "clip"))
+@primitive("clamp", grad=_clamp_rule, saves="x, min, max", batch="broadcasting",
+           methods=("clamp", "clip"), torch=("clamp", "clip"))
 def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
-    """Limit values to [min, max]; the gradient is 1 inside (bounds included), 0 outside."""
+    """Limit values to [min, max] (numbers or Tensors, which get gradients too); the gradient is
+    1 inside (bounds included), 0 outside."""
     if min is None and max is None:
         raise ValueError("kit.clamp: at least one of min and max must be given")
     lo, hi = data_of(min), data_of(max)
@@ -436,7 +447,9 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
         out = xp.minimum(out, hi)
     if out is x._data:
         out = out.copy()
-    return record("clamp", _clamp_rule, out, (x,), (x,), (lo, hi))
+    # NOTE: Tensor bounds are inputs (PyTorch's ClampBackward0 keeps them: an in-place change
+    # before backward is an error); numbers are constants (ClampBackward1 keeps x alone).
+    return record("clamp", _clamp_rule, out, (x, min, max), (x, min, max))
 
 
 def _int_power(x, y):
