@@ -9,8 +9,18 @@ Tensor.
 
 from __future__ import annotations
 
+import inspect
+
 from kit._creation import NEW
-from kit._inplace import _clamp_, _fill_op, _index_add_, _inplace, _setitem, _zero_
+from kit._inplace import (
+    _clamp_,
+    _fill_op,
+    _index_add_,
+    _inplace,
+    _setitem,
+    _zero_,
+    no_operand,
+)
 from kit._tensor import Tensor
 from kit.ops import movement, permute, transpose
 from kit.ops._registry import OPS
@@ -31,12 +41,20 @@ def _from_registry():
         for name in op.inplace:
             # `add_` does what the method `add` does (with alpha=), `__iadd__` what `add` does.
             base = spelt.get(name[:-1], op.fn) if not name.startswith("__") else op.fn
-            spelt[name] = _inplace(name, base, op.fast)
+            spelt[name] = (_inplace(name, base, op.fast) if _takes_operand(base)
+                           else no_operand(name, base))
         duplicate = methods.keys() & spelt.keys()
         if duplicate:
             raise ValueError(f"kit: Tensor methods {sorted(duplicate)} are declared twice")
         methods.update(spelt)
     return methods
+
+
+def _takes_operand(fn):
+    """Whether fn needs a second argument (`add(x, y)`: `x.add_(y)`), or not (`floor(x)`)."""
+    required = [p for p in inspect.signature(fn).parameters.values()
+                if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    return len(required) > 1
 
 
 def _t(self):

@@ -94,12 +94,29 @@ def copy_slices(view, result):
     if not old and not new:
         _as_view_of_base(view)
         return
+    # NOTE: an expanded view was written by fill_: its backward raises, as PyTorch's does
+    # (several elements of the view are one element of the base)
+    rule = _overlapping_rule if overlaps(view._data) else _copy_slices_rule
     node = node_class("copy_slices", "CopySlices")(
-        "copy_slices", _copy_slices_rule, (old, new), (), (),
+        "copy_slices", rule, (old, new), (), (),
         (keep.reshape(base.shape), idx), ((base.shape, base.dtype),),
     )
     base._rg, base._grad_fn, base._edge, base._nr = True, node, (node, 0), 0
     _as_view_of_base(view)
+
+
+def overlaps(array):
+    """Whether elements of `array` share memory: an expanded view, a stride 0 over a size > 1."""
+    return any(step == 0 and n > 1 for n, step in zip(array.shape, array.strides, strict=True))
+
+
+def _overlapping_rule(node, g):
+    raise RuntimeError(
+        "unsupported operation: more than one element of the written-to tensor refers to a "
+        "single memory location. Please clone() the tensor before performing the operation. "
+        "(kit: the in-place op wrote an expanded view, whose elements share memory; its "
+        "gradient is not defined. Fix: .clone() the expanded tensor first)"
+    )
 
 
 def _copy_slices_rule(node, g):

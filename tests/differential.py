@@ -6,8 +6,10 @@ difference.
 Programs are drawn by hypothesis (`programs()`): a few leaves (dtypes, shapes including empty
 ones, edge values) and a sequence of steps, each an op spelt the same way in both libraries
 applied to earlier values; then the gradients of a sum of every floating result that requires
-grad. The outcome compared is, for every value made, its dtype, requires_grad flag, shape and
-numbers, then the gradients; or, when a step raises, the step and the exception's class.
+grad. Some steps change an earlier value in place (an op's input or result), so that the backward
+at the end raises exactly where PyTorch's does: what each op saves decides it. The outcome
+compared is, for every value made, its dtype, requires_grad flag, shape and numbers, then the
+gradients; or, when a step raises, the step and the exception's class.
 Under pytest the draws are derandomized (a fixed seed), so CI runs the same programs each time,
 and hypothesis shrinks a failing program to a small one.
 """
@@ -75,6 +77,12 @@ STEPS = {
     "expand": lambda T, x, y: x.expand(2, *x.shape),
     "expand_new_1": lambda T, x, y: x.expand(-1, 3),
 }
+# In place, after an op, on its result or one of its inputs: what the op saved decides whether
+# the backward at the end raises (or, if kit saved the wrong thing, differs), as in PyTorch.
+INPLACE = {
+    "fill_1_": lambda t: t.fill_(1), "mul_1_": lambda t: t.mul_(1),
+    "add_2_": lambda t: t.add_(2), "neg_": lambda t: t.neg_(), "zero_": lambda t: t.zero_(),
+}
 
 
 def _values(dtype, size, nan):
@@ -92,21 +100,32 @@ def _values(dtype, size, nan):
 
 
 @st.composite
-def _leaf(draw, nan):
-    dtype = draw(st.sampled_from(DTYPES[:2] + DTYPES))  # floats twice as often: more gradients
+def _leaf(draw, nan, dtypes=DTYPES[:2] + DTYPES):  # floats twice as often: more gradients
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(st.sampled_from(SHAPES))
     values = draw(_values(dtype, math.prod(shape), nan))
-    return dtype, shape, values, dtype.startswith("float") and draw(st.integers(0, 3)) > 0
+    return dtype, shape, values, draw(st.integers(0, 3)) if dtype.startswith("float") else 0
 
 
-def programs(nan=False, max_steps=4):
-    """A strategy for programs as plain data: leaves (dtype, shape, values, requires_grad) and
-    steps (op name, two operand choices)."""
-    # NOTE: not sampled_from: hypothesis favours its first items (the "simplest"), so an op is
-    # drawn as a wide integer, which spreads the draws over every op (it shrinks to the first).
-    names = sorted(STEPS)
-    op = st.integers(0, 2**16).map(lambda i: names[i % len(names)])
-    step = st.tuples(op, st.integers(0, 99), st.integers(0, 99))
+def _spread(names):
+    # NOTE: not sampled_from: hypothesis favours its first items (the "simplest"), so a name is
+    # drawn as a wide integer, which spreads the draws over every name (it shrinks to the first).
+    return st.integers(0, 2**16).map(lambda i: names[i % len(names)])
+
+
+def programs(nan=False, max_steps=4, inplace=False):
+    """A strategy for programs as plain data: leaves (dtype, shape, values, grad: 0 none, 1 a
+    leaf that requires grad, 2 or 3 a clone of one, which in-place steps may change) and steps
+    (op name, two operand choices). About one step in five changes a value in place; with
+    `inplace`, every op is followed by one such step, on floating leaves."""
+    operands = (st.integers(0, 99), st.integers(0, 99))
+    if inplace:
+        pair = st.tuples(st.tuples(_spread(sorted(STEPS)), *operands),
+                         st.tuples(_spread(sorted(INPLACE)), *operands))
+        return st.tuples(st.lists(_leaf(nan, DTYPES[:2]), min_size=1, max_size=3),
+                         st.lists(pair, min_size=1, max_size=max_steps // 2).map(
+                             lambda pairs: [step for p in pairs for step in p]))
+    step = st.tuples(_spread(sorted(STEPS) + sorted(INPLACE) * 4), *operands)
     return st.tuples(st.lists(_leaf(nan), min_size=1, max_size=3),
                      st.lists(step, min_size=1, max_size=max_steps))
 
@@ -127,19 +146,24 @@ def leaf_array(dtype, shape, values):
 def run(lib, program):
     """The outcome of `program` on `lib` (kit.torch or torch)."""
     leaves, steps = program
-    pool = [lib.tensor(leaf_array(dtype, shape, values), requires_grad=rg)
-            for dtype, shape, values, rg in leaves]
-    made = []
+    wrt = [lib.tensor(leaf_array(dtype, shape, values), requires_grad=grad > 0)
+           for dtype, shape, values, grad in leaves]
+    pool = [t.clone() if grad > 1 else t for t, (*_, grad) in zip(wrt, leaves, strict=True)]
+    made, last = [], ()
     for i, (name, a, b) in enumerate(steps):
         x, y = pool[a % len(pool)], pool[b % len(pool)]
         try:
-            out = STEPS[name](lib, x, y)
+            if name in INPLACE:  # on the last op's result or inputs (else any earlier value)
+                out = INPLACE[name](last[a % 3] if last else x)
+            else:
+                out = STEPS[name](lib, x, y)
+                last = (out, x, y)
         except Exception as exc:  # noqa: BLE001 - the class is the outcome
             return made + [("raised", i, _error_class(exc))]
         pool.append(out)
         made.append(_describe(out))
     floats = [t for t in pool if t.dtype in (lib.float32, lib.float64) and t.requires_grad]
-    wrt = [t for t in pool[:len(leaves)] if t.requires_grad]
+    wrt = [t for t in wrt if t.requires_grad]
     if floats and wrt:
         loss = sum(t.double().sum() for t in floats)
         try:
@@ -203,12 +227,12 @@ SETTINGS = {"deadline": None, "database": None,
             "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
-def survey(n, nan, derandomize=True):
+def survey(n, nan, derandomize=True, inplace=False):
     """Try n programs; (number tried, [(program, kit's outcome, PyTorch's)] that differ)."""
     tried, found = [], []
 
     @settings(max_examples=n, derandomize=derandomize, **SETTINGS)
-    @given(programs(nan))
+    @given(programs(nan, inplace=inplace))
     def each(program):
         tried.append(program)
         ours, theirs = outcomes(program)
@@ -220,11 +244,12 @@ def survey(n, nan, derandomize=True):
 
 
 def main(n):
-    for nan in (False, True):
-        tried, found = survey(n, nan, derandomize=False)
+    kinds = {(False, False): "finite", (True, False): "with NaN, infinities and integer extremes",
+             (False, True): "an op, then a value changed in place, on floats"}
+    for (nan, inplace), kind in kinds.items():
+        tried, found = survey(n, nan, derandomize=False, inplace=inplace)
         for program, ours, theirs in found:
             print(f"{program}\n  kit:     {ours}\n  pytorch: {theirs}")
-        kind = "with NaN, infinities and integer extremes" if nan else "finite"
         print(f"{tried} programs ({kind}), {len(found)} differences")
 
 

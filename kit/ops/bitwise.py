@@ -182,7 +182,7 @@ def _invert(fn):
 
 
 @primitive("bitwise_not", batch="elementwise", methods=(("__invert__", _invert), "bitwise_not"),
-           torch="bitwise_not")
+           inplace=("bitwise_not_",), torch="bitwise_not")
 def bitwise_not(x):
     """Elementwise ~x of an integer or bool tensor (no gradient), as torch.bitwise_not."""
     d = x._data
@@ -217,7 +217,8 @@ logical_or = _logic("logical_or", lambda x, y: x | y)
 logical_xor = _logic("logical_xor", lambda x, y: x ^ y)
 
 
-@primitive("logical_not", batch="elementwise", methods=("logical_not",), torch="logical_not")
+@primitive("logical_not", batch="elementwise", methods=("logical_not",),
+           inplace=("logical_not_",), torch="logical_not")
 def logical_not(x):
     """Elementwise not of any tensor (zero is false, NaN true): a bool tensor, no gradient."""
     return Tensor(_tensor("logical_not", x, "input") == 0)

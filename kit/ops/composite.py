@@ -32,7 +32,7 @@ def _relu_rule(node, g, y):
 
 
 @primitive("relu", grad=_relu_rule, saves="output", batch="elementwise", methods=("relu",),
-           torch="relu", mx="relu")
+           inplace=("relu_",), torch="relu", mx="relu")
 def relu(x):
     """max(x, 0), a primitive: PyTorch's relu is one op (ReluBackward0) whose gradient is
     differentiable in x; as a composite of where it would be neither."""

@@ -98,6 +98,7 @@ def _unary(op, compute, rule, save, floating=True, **names):
     fn.__doc__ = f"Elementwise {op}."
     saves = {"x": "x", "y": "output", "": ""}[save]
     names.setdefault("methods", (op,))
+    names.setdefault("inplace", (op + "_",))  # x.exp_(), as PyTorch
     return declare(op, fn, grad=rule, saves=saves, batch="elementwise", **names)
 
 
@@ -505,7 +506,8 @@ def _sign_rule(node, g):
     return (g * 0,)  # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0
 
 
-@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), torch="sign")
+@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), inplace=("sign_",),
+           torch="sign")
 def sign(x):
     """Sign of each element; recorded with a zero gradient (as PyTorch). bool stays bool."""
     d = x._data

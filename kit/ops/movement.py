@@ -317,7 +317,8 @@ def _index_put_rule(node, g, *held):
 
         gx = where(keep, g, 0) if need[0] else None
     else:
-        gx = g.copy() if need[0] else None
+        # (np.array, not g.copy(): a 0-d gradient summed by the engine is a NumPy scalar)
+        gx = backend.get_array_module(g).array(g) if need[0] else None
         if gx is not None:
             gx[index] = 0
     gv = g[index] if need[1] else None

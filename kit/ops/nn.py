@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from kit import backend
+from kit._promotion import default_float
 from kit._tensor import Tensor
 from kit.ops._record import check_same_device, cross, data_of, record
 from kit.ops._registry import primitive
@@ -36,14 +37,14 @@ def _erf_rule(node, g, x):
 
 
 @primitive("erf", grad=_erf_rule, saves="x", batch="elementwise", methods=("erf",),
-           torch="erf", mx="erf")
+           inplace=("erf_",), torch="erf", mx="erf")
 def erf(x):
     """The error function, elementwise: erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt."""
     if not isinstance(x, Tensor):
         raise TypeError(f"kit.erf: expected a Tensor, got {type(x).__name__}")
     d = data_of(x)
-    if d.dtype.kind != "f":
-        raise TypeError(f"kit.erf: expected a floating tensor, got {d.dtype}. Fix: x.float()")
+    if d.dtype.kind != "f":  # an integer or bool input gives the default float dtype (PyTorch)
+        d = d.astype(default_float())
     if backend.device_of(d) == "cpu":
         out = np.asarray(_ERF(d), dtype=d.dtype)
     else:  # pragma: no cover - needs a GPU

@@ -10,7 +10,7 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import data_of
 from kit.ops._registry import composite, primitive
-from kit.ops.movement import getitem, index_put_add
+from kit.ops.movement import getitem, index_put_add, reshape
 from kit.ops.reductions import one_dim
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
@@ -61,8 +61,8 @@ def sort(x, axis=-1, descending=False):
     d = data_of(x)
     axis = one_dim(axis, d.ndim, "sort")
     indices = argsort(x, axis, descending)
-    if d.ndim == 0:
-        return SortResult(getitem(x, ()), indices)
+    if d.ndim == 0:  # itself, a copy (not a view), at index 0: as the values of a 1-element sort
+        return SortResult(getitem(reshape(x, (1,)), indices), indices)
     # NOTE: the indices Tensor itself goes into the index, so the values' node keeps it (as
     # PyTorch's SortBackward0 keeps the indices): changing them in place before backward is an
     # error, not a gradient sent to the wrong elements.
