@@ -106,8 +106,10 @@ def copy_slices(view, result):
 
 
 def overlaps(array):
-    """Whether elements of `array` share memory: an expanded view, a stride 0 over a size > 1."""
-    return any(step == 0 and n > 1 for n, step in zip(array.shape, array.strides, strict=True))
+    """Whether elements of `array` share memory: an expanded view, a stride 0 over a size > 1
+    (an empty array has none to share, whatever its strides)."""
+    return array.size > 1 and any(
+        step == 0 and n > 1 for n, step in zip(array.shape, array.strides, strict=True))
 
 
 def _overlapping_rule(node, g):

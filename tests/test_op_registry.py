@@ -104,7 +104,7 @@ def test_every_public_function_of_a_family_file_is_declared():
     """What kit.ops publishes comes from the registry, so an undeclared op would be invisible."""
     helpers = {"normalize_axis", "kept_shape", "expand_back", "shape_arg", "expand_shape",
                "where_", "fused_cross_entropy", "concatenate", "pair_arg", "out_size",
-               "every_dim", "one_dim", "broadcast_shapes"}
+               "every_dim", "one_dim", "broadcast_shapes", "all_if_none"}
     declared = {op.fn for op in OPS.values()}
     for module in (elementwise, reductions, movement, linalg, sorting, composite, bitwise, nn,
                    conv):

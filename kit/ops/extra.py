@@ -17,7 +17,7 @@ from kit.ops._registry import composite
 from kit.ops.elementwise import eq, ne, sqrt, where
 from kit.ops.linalg import matmul
 from kit.ops.movement import astype, getitem, index_put_add, movedim, permute, reshape, unsqueeze
-from kit.ops.reductions import mean, normalize_axis, one_dim
+from kit.ops.reductions import all_if_none, mean, normalize_axis, one_dim
 from kit.ops.reductions import sum as sum_
 from kit.ops.sorting import sort
 
@@ -140,10 +140,11 @@ def _variance(x, dim, unbiased, keepdim, correction, op):
         raise TypeError(f"kit.{op}: unbiased must be a bool, got {unbiased!r}. Fix: "
                         f"correction=1 (or 0)")
     c = _correction(unbiased, correction, op)
-    axes = normalize_axis(dim, x.ndim, op)
-    n = _count(x, axes)
+    axes = normalize_axis(all_if_none(dim), x.ndim, op)
+    n = _count(x, axes) if x.numel() else 0
     if n - c <= 0:
-        # NOTE: PyTorch's warning and result: x / 0 is inf, 0 / 0 (one element, or none) NaN
+        # NOTE: PyTorch's warning and result: x / 0 is inf, 0 / 0 (one element, or none) NaN;
+        # an empty input always warns (PyTorch's reduction factor is then 0), whatever the dims
         warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less "
                       f"than the reduction factor (input numel divided by output numel).",
                       UserWarning, stacklevel=3)

@@ -54,6 +54,12 @@ def one_dim(dim, ndim, op):
     return axes[0] if axes else 0
 
 
+def all_if_none(dim):
+    """PyTorch's `dim=[]` (or `()`) in sum, mean, var, norm...: every dim, as dim=None (where
+    kit.sum(x, ()) reduces none, as NumPy)."""
+    return None if isinstance(dim, (list, tuple)) and not dim else dim
+
+
 def every_dim(fn):
     """PyTorch's spelling of sum, mean, amax, amin, logsumexp: `x.sum(dim, keepdim)` (or
     `axis=`, `keepdims=`), where `dim=[]` reduces every dim (kit.sum(x, ()) reduces none, as
@@ -64,11 +70,8 @@ def every_dim(fn):
     internal shape error, not a refusal); kit reduces every dim for all of them."""
 
     def method(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        if axis is not None:
-            dim = axis
-        if isinstance(dim, (list, tuple)) and not dim:
-            dim = None
-        return fn(self, dim, keepdims if keepdims is not None else keepdim)
+        return fn(self, all_if_none(dim if axis is None else axis),
+                  keepdims if keepdims is not None else keepdim)
 
     return method
 
@@ -252,6 +255,11 @@ def _amax_rule(node, g, x, y):
 
 def _amax(op):
     def fn(x, axis=None, keepdims=False):
+        if axis is not None and isinstance(x, Tensor) and not x._data.size:
+            # NOTE: PyTorch checks each dim of an empty tensor (range, then size) before it
+            # looks for repeated dims: amax(dim=(0, 0)) of a (0, 3) tensor is an IndexError
+            for a in (axis,) if isinstance(axis, _INTS) else axis:
+                _nonempty(x._data, normalize_axis(a, x._data.ndim, op), op, True)
         axes, keepdims = _args(x, axis, keepdims, op)
         d = x._data
         _nonempty(d, axes, op, axis is not None)
