@@ -1,8 +1,8 @@
 """Random programs on kit.torch and PyTorch: the same results, gradients, dtypes, requires_grad
 flags and exception classes, also after values are changed in place (the programs, drawn by
 hypothesis, and the comparison are in tests/differential.py). The draws are derandomized: CI runs
-the same programs every time; a
-difference fails with the smallest program hypothesis can shrink it to."""
+the same programs every time; a difference fails with the smallest program hypothesis can shrink
+it to."""
 
 from __future__ import annotations
 
