@@ -186,6 +186,20 @@ SAVES = {
     "gather": Row(lambda T, a, i: a.gather(0, i), (X, ints(0, 2)),
                   "GatherBackward0: index b, self a", "getitem: saved[0] b",
                   COMPOSITE.format("gather (an indexing)")),
+    "scatter_add": Row(lambda T, a, i, v: a.scatter_add(0, i, v), (X, ints(0, 2), floats(2)),
+                       "ScatterAddBackward0: index b", "add:",
+                       COMPOSITE.format("scatter_add (x + a scatter that keeps the index)")),
+    "index_add": Row(lambda T, a, i, v: a.index_add(0, i, v), (X, ints(2, 0), floats(2)),
+                     "IndexAddBackward0: index b, source c", "add:",
+                     COMPOSITE.format("index_add (x + a scatter that keeps the index)")),
+    "masked_fill": Row(lambda T, a, m: a.masked_fill(m, 0.0), (X, mask(1, 0, 1)),
+                       "MaskedFillBackward0: mask b", "where: condition b"),
+    "topk": Row(lambda T, a: a.topk(2), (X,), "TopkBackward0: indices out1",
+                "getitem:", COMPOSITE.format("topk (a slice of sort's values)")),
+    "max_pool2d, indices returned": Row(
+        lambda T, a: F(T).max_pool2d(a, 2, return_indices=True), (floats(1, 1, 4, 4),),
+        "MaxPool2DWithIndicesBackward0: result1 out1, self a",
+        "max_pool2d: indices out1, x a"),
 }
 
 
@@ -276,6 +290,8 @@ DIFFERENT = {
     ("gather", "a"): "PyTorch's GatherBackward0 keeps x; kit's indexing does not need it",
     ("cumsum", "twice"): "kit's matmul keeps the triangle of ones, so a second backward raises; "
                          "PyTorch's CumsumBackward0 keeps nothing",
+    ("index_add", "c"): "PyTorch's IndexAddBackward0 keeps the source (for its shape); kit's "
+                        "scatter does not need it",
 }
 
 
