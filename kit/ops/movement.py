@@ -258,13 +258,13 @@ def _getitem_rule(node, g, *held):
 def getitem(x, index):
     """x[index] with NumPy semantics; the gradient scatters back with an add."""
     d = _tensor_arg(x, "getitem")
-    held = _held(index)
+    held = () if type(index) is slice or type(index) is int else _held(index)  # (common first)
     index = _index_arg(index)
     try:
         out = d[index]
     except IndexError as exc:
         raise IndexError(f"kit indexing a tensor of shape {list(d.shape)}: {exc}") from None
-    if isinstance(out, np.generic) or not hasattr(out, "shape"):
+    if type(out) is not np.ndarray and (isinstance(out, np.generic) or not hasattr(out, "shape")):
         # NOTE: NumPy gives a scalar (a copy) for a full integer index; with `...` after it, a
         # 0-d view, as PyTorch's x[0] (an in-place change of x shows in it, and of it in x)
         index = (index if isinstance(index, tuple) else (index,)) + (Ellipsis,)
