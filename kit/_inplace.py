@@ -16,7 +16,7 @@ from kit._promotion import category
 from kit._tensor import Tensor, bump_version
 from kit.grad_mode import STATE
 from kit.ops._record import DtypeError, check_same_device, data_of
-from kit.ops.movement import _index_arg, _is_basic, astype, index_put
+from kit.ops.movement import _check_masks, _index_arg, _is_basic, astype, index_put
 from kit.ops.sorting import index_add
 
 
@@ -148,6 +148,8 @@ def _setitem(self, index, value):
         if hasattr(v, "shape"):
             check_same_device("setitem", self._data, v)
         index = _index_arg(index)
+        if type(index) is not slice:  # (a[:] = v, an optimiser's update, is the common one)
+            _check_masks(index, self.shape)
         _writeable("setitem", self, index)[index] = v
         bump_version(self)
         return

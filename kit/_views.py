@@ -87,8 +87,8 @@ def copy_slices(view, result):
     base = view._base
     idx = positions_on_device(base, view)
     xp = backend.get_array_module(base._data)
-    keep = xp.ones(base._data.size, dtype=base._data.dtype)
-    keep[idx.reshape(-1)] = 0
+    keep = xp.ones(base._data.size, dtype=bool)
+    keep[idx.reshape(-1)] = False
     old = (base._edge or base._leaf_edge()) if base._rg else NO_EDGE
     new = (result._edge or result._leaf_edge()) if result._rg else NO_EDGE
     if not old and not new:
@@ -122,9 +122,13 @@ def _overlapping_rule(node, g):
 
 
 def _copy_slices_rule(node, g):
+    from kit.ops.elementwise import where_
+
     keep, idx = node.params
     need = node.next_functions
-    g_base = g * keep.astype(g.dtype, copy=False) if need[0] else None
+    # NOTE: a fill, not a product: an inf or NaN gradient of the overwritten part does not leak
+    # into the base through 0 * inf (PyTorch zeroes that part)
+    g_base = where_(keep, g, 0) if need[0] else None
     g_result = g.reshape(-1)[idx] if need[1] else None
     return g_base, g_result
 

@@ -175,7 +175,7 @@ def _pow_rule(node, g, a, b, y):
     if need[0]:
         # NOTE: where b == 0 the derivative is 0, as in PyTorch (not 0 * 0**-1 = nan at a = 0).
         if not hasattr(b, "shape"):
-            ga = g * 0 if b == 0 else g * b * a ** (b - 1)
+            ga = g * 0 if b == 0 else g * b * _number_power(a, b - 1)
         else:
             ga = g * b * a ** (b - 1)
             zero = data_of(b) == 0
@@ -204,6 +204,8 @@ def _pow_rule(node, g, a, b, y):
 def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     """Elementwise a ** b (either may be a Python number)."""
     a, b, x, y = pair(a, b, "pow")
+    if _BOOL in (getattr(x, "dtype", None), getattr(y, "dtype", None)):
+        _broadcastable("pow", x, y)  # PyTorch checks shapes before it refuses bools
     if type(x) is bool and getattr(y, "dtype", None) == _BOOL:
         raise NotImplementedError("\"pow\" not implemented for 'Bool' (kit.pow, as in PyTorch)")
     if getattr(x, "dtype", None) == _BOOL:
@@ -214,7 +216,7 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
         return record("pow", _pow_rule, out, (a, b), _pow_saves(a, b))
     try:
         with np.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 is inf, as in PyTorch
-            out = x**y
+            out = _number_power(x, y) if type(y) is float else x**y
     except ValueError as exc:
         if "negative integer powers" not in str(exc):
             raise shape_error("pow", x, y, detail=BROADCAST) from None
@@ -223,6 +225,22 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
                                "Fix: use a float base, e.g. x.float() ** -1") from None
         out = _int_power(x, y)
     return record("pow", _pow_rule, out, (a, b), _pow_saves(a, b))
+
+
+def _broadcastable(op, x, y):
+    if hasattr(x, "shape") and hasattr(y, "shape"):
+        try:
+            np.broadcast_shapes(x.shape, y.shape)
+        except ValueError:
+            raise shape_error(op, x, y, detail=BROADCAST) from None
+
+
+def _number_power(a, b):
+    """a ** b for a Python number b. NOTE: PyTorch computes ** 0.5 as sqrt and ** -0.5 as
+    1 / sqrt, which keep the sign of -0.0 (-0.0 ** -0.5 is -inf; NumPy's power gives +inf)."""
+    if b == 0.5:
+        return sqrt_(a)
+    return 1 / sqrt_(a) if b == -0.5 else a**b
 
 
 def _pow_saves(a, b):
@@ -286,6 +304,7 @@ cos = _unary("cos", lambda xp, x: xp.cos(x), lambda node, g, x: (-g * sin_(x),),
              torch="cos", mx="cos")
 
 log_ = dual(log, "log")
+sqrt_ = dual(sqrt, "sqrt")
 exp_ = dual(exp, "exp")
 sin_ = dual(sin, "sin")
 cos_ = dual(cos, "cos")
@@ -442,10 +461,16 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
     dtype = result_type(out, lo, hi)  # as PyTorch: an int tensor with float bounds gives float32
     if out.dtype != dtype:
         out = out.astype(dtype)
-    if lo is not None:
-        out = xp.maximum(out, lo)
-    if hi is not None:
-        out = xp.minimum(out, hi)
+    # (Tensor bounds in that dtype too: NumPy would promote float32 and int64 to float64)
+    lo, hi = (v.astype(dtype) if getattr(v, "dtype", dtype) != dtype else v for v in (lo, hi))
+    try:
+        if lo is not None:
+            out = xp.maximum(out, lo)
+        if hi is not None:
+            out = xp.minimum(out, hi)
+    except ValueError:
+        raise shape_error("clamp", *(v for v in (x._data, lo, hi) if v is not None),
+                          detail=BROADCAST) from None
     if out is x._data:
         out = out.copy()
     # NOTE: Tensor bounds are inputs (PyTorch's ClampBackward0 keeps them: an in-place change
@@ -503,7 +528,11 @@ isfinite = _classify("isfinite", lambda xp, d: xp.isfinite(d))
 
 
 def _sign_rule(node, g):
-    return (g * 0,)  # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0
+    # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0, whose
+    # gradient is zeros (not g * 0: an inf or NaN g gives 0, not NaN)
+    d = data_of(g)
+    zeros = backend.get_array_module(d).zeros_like(d)
+    return (Tensor(zeros) if isinstance(g, Tensor) else zeros,)
 
 
 @primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), inplace=("sign_",),

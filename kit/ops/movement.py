@@ -243,6 +243,25 @@ def _held(index):
     return held
 
 
+def _check_masks(index, shape):
+    """PyTorch's IndexError for a boolean mask whose shape is not that of the dims it indexes
+    (NumPy lets a mask of size 0 through on a dim of size 1, and gives an empty result)."""
+    dim = 0
+    for item in index if isinstance(index, tuple) else (index,):
+        if item is Ellipsis:
+            return  # (the dims after it are counted from the end: NumPy checks those)
+        if item is None or isinstance(item, bool):
+            continue
+        if getattr(getattr(item, "dtype", None), "kind", None) == "b":
+            if tuple(item.shape) != tuple(shape[dim:dim + item.ndim]):
+                raise IndexError(f"kit indexing: The shape of the mask {list(item.shape)} at "
+                                 f"index {dim} does not match the shape of the indexed tensor "
+                                 f"{list(shape)} at index {dim}")
+            dim += item.ndim
+        else:
+            dim += 1
+
+
 def _is_basic(index):
     """Slices, ints, None and Ellipsis only: each element is selected at most once."""
     items = index if isinstance(index, tuple) else (index,)
@@ -258,8 +277,11 @@ def _getitem_rule(node, g, *held):
 def getitem(x, index):
     """x[index] with NumPy semantics; the gradient scatters back with an add."""
     d = _tensor_arg(x, "getitem")
-    held = () if type(index) is slice or type(index) is int else _held(index)  # (common first)
-    index = _index_arg(index)
+    held = ()
+    if type(index) is not slice and type(index) is not int:  # (the common ones first)
+        held = _held(index)
+        index = _index_arg(index)
+        _check_masks(index, d.shape)
     try:
         out = d[index]
     except IndexError as exc:
@@ -331,6 +353,7 @@ def index_put(x, index, value):
     d = _tensor_arg(x, "setitem")
     held = _held(index)
     index = _index_arg(index)
+    _check_masks(index, d.shape)
     out = d.copy()
     v = data_of(value)
     if hasattr(v, "shape"):

@@ -15,18 +15,12 @@ import math
 
 from kit.ops._registry import composite
 from kit.ops.elementwise import abs as abs_
-from kit.ops.elementwise import eq, ne, sqrt, where
-from kit.ops.extra import require_floating
+from kit.ops.elementwise import isnan, ne, where
+from kit.ops.extra import any as any_
+from kit.ops.extra import require_floating, safe_root
 from kit.ops.movement import astype, reshape
 from kit.ops.reductions import all_if_none, amax, amin, normalize_axis
 from kit.ops.reductions import sum as sum_
-
-
-def _root(s, p):
-    """s ** (1 / p), with a zero gradient (not NaN) where s is 0."""
-    zero = eq(s, 0)
-    safe = where(zero, 1.0, s)
-    return where(zero, 0.0, sqrt(safe) if p == 2 else safe ** (1.0 / p))
 
 
 def _abs_pow(x, p):
@@ -50,18 +44,30 @@ def _extreme(x, axes, keepdim, extreme, op):
     return extreme(x, axes, keepdim)
 
 
+def _largest(x, p, axes, keepdim, op):
+    """The inf (or -inf) norm: amax (amin) of |x|.
+
+    NOTE: a slice holding a NaN is NaN, and its gradient is PyTorch's, sign(x) * mask * g with
+    the NaN elements as the mask: 0 (sign(NaN) is 0), or NaN where g is NaN; amax's would be NaN.
+    So the extreme is taken with the NaN elements set aside, and a NaN slice is 0 * sum(|x|)
+    instead (NaN, with the gradient 0 * g for each element)."""
+    a = abs_(x)
+    nan = isnan(a)
+    out = _extreme(where(nan, 0.0 if p > 0 else math.inf, a), axes, keepdim,
+                   amax if p > 0 else amin, op)
+    return where(any_(nan, axes, keepdim), sum_(a, axes, keepdim) * 0, out)
+
+
 def _vector(x, p, axes, keepdim, op):
-    if p == math.inf:
-        return _extreme(abs_(x), axes, keepdim, amax, op)
-    if p == -math.inf:
-        return _extreme(abs_(x), axes, keepdim, amin, op)
+    if p in (math.inf, -math.inf):
+        return _largest(x, p, axes, keepdim, op)
     if p == 0:
         return sum_(astype(ne(x, 0), x.dtype), axes, keepdim)
     if p == 1:
         return sum_(abs_(x), axes, keepdim)
     if p == 2:
-        return _root(sum_(x * x, axes, keepdim), 2)
-    return _root(sum_(_abs_pow(x, p), axes, keepdim), p)
+        return safe_root(sum_(x * x, axes, keepdim), 2)
+    return safe_root(sum_(_abs_pow(x, p), axes, keepdim), p)
 
 
 def _prepared(x, dtype, op):
