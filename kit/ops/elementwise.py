@@ -173,29 +173,29 @@ def _pow_rule(node, g, a, b, y):
     if need[0] and getattr(b, "dtype", None) == _BOOL:
         _no_bool(b, 1)  # PyTorch computes b - 1 here, and refuses it for a bool exponent
     if need[0]:
-        # NOTE: where b == 0 the derivative is 0, as in PyTorch (not 0 * 0**-1 = nan at a = 0).
+        # NOTE: where b == 0 the derivative is 0, as in PyTorch (not 0 * 0**-1 = nan at a = 0);
+        # g multiplies it after, as in PyTorch (an inf or NaN g gives NaN there, not 0)
         if not hasattr(b, "shape"):
-            ga = g * 0 if b == 0 else g * b * _number_power(a, b - 1)
+            ga = g * 0 if b == 0 else g * (b * _number_power(a, b - 1))
         else:
-            ga = g * b * a ** (b - 1)
+            slope = b * a ** (b - 1)
             zero = data_of(b) == 0
-            if zero.any():
-                ga = where_(zero, 0, ga)
+            ga = g * (where_(zero, 0, slope) if zero.any() else slope)
     gb = None
     if need[1]:
         # NOTE: d(a**b)/db = a**b * log(a), as PyTorch: 0 where a == 0 and b >= 0, NaN for a < 0.
         if not hasattr(a, "shape"):
             if a == 0:
                 zero = data_of(b) >= 0
-                gb = where_(zero, 0, g * y * (-math.inf)) if hasattr(zero, "shape") else (
-                    g * 0 if zero else g * y * (-math.inf))
+                gb = g * (where_(zero, 0, y * (-math.inf)) if hasattr(zero, "shape") else (
+                    0 if zero else y * (-math.inf)))
             else:
-                gb = g * y * (math.log(a) if a > 0 else math.nan)
+                gb = g * (y * (math.log(a) if a > 0 else math.nan))
         else:
             zero = (data_of(a) == 0) & (data_of(b) >= 0)
             if not isinstance(a, Tensor) and a.dtype.kind in "biu":
                 a = a.astype(g.dtype)  # NOTE: NumPy's log of uint8 is float16; PyTorch's float32
-            gb = where_(zero, 0, g * y * log_(a))
+            gb = g * where_(zero, 0, y * log_(a))
     return ga, gb
 
 
