@@ -6,6 +6,7 @@ like another (`zeros_like`, `randn_like`, ...) and random (`randn`, `rand`, `ran
 from __future__ import annotations
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -125,6 +126,20 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     >>> kit.tensor([1.0, 2.0]).dtype
     dtype('float32')
     """
+    _copy_construct(data, "torch.tensor")
+    return Tensor(_to_array(data, dtype, device), requires_grad=requires_grad)
+
+
+def _copy_construct(data, spelling):
+    if isinstance(data, Tensor):  # PyTorch's warning, and its advice
+        warnings.warn(f"To copy construct from a tensor, it is recommended to use "
+                      f"sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                      f".requires_grad_(True), rather than {spelling}(sourceTensor).",
+                      UserWarning, stacklevel=3)
+
+
+def _new_tensor(data, dtype=None, device=None, requires_grad=False):
+    _copy_construct(data, "tensor.new_tensor")
     return Tensor(_to_array(data, dtype, device), requires_grad=requires_grad)
 
 
@@ -337,4 +352,4 @@ def _new(name, make):
 
 NEW = {name: _new(name, make) for name, make in (
     ("new_zeros", zeros), ("new_ones", ones), ("new_empty", empty), ("new_full", full),
-    ("new_tensor", tensor))}
+    ("new_tensor", _new_tensor))}

@@ -9,12 +9,14 @@ kit/_views.py), so that the gradients of the base and of every view of it stay r
 
 from __future__ import annotations
 
+import numpy as np
+
 from kit import _views
 from kit._promotion import category
 from kit._tensor import Tensor, bump_version
 from kit.grad_mode import STATE
 from kit.ops._record import DtypeError, check_same_device, data_of
-from kit.ops.movement import _index_arg, astype, index_put
+from kit.ops.movement import _check_masks, _index_arg, _is_basic, astype, index_put
 from kit.ops.sorting import index_add
 
 
@@ -42,8 +44,7 @@ def _write(name, t, result):
     if result.dtype != t.dtype:
         _check_cast(name, t, result)
         result = astype(result, t.dtype)
-    _check_writeable(name, t)
-    t._data[...] = result._data
+    _writeable(name, t)[...] = result._data
     bump_version(t)
     retained = t._retains_grad and t._grad_fn is not None
     if retained:  # retain_grad follows the tensor to its new history, as in PyTorch
@@ -77,13 +78,27 @@ def _check_cast(name, t, result):
         )
 
 
-def _check_writeable(name, t):
-    if not getattr(getattr(t._data, "flags", None), "writeable", True):
-        raise RuntimeError(
-            f"kit.{name}: unsupported operation: more than one element of the written-to tensor "
-            f"refers to a single memory location (a view made by expand or broadcast_to). Fix: "
-            f".clone() it before changing it in place"
-        )
+def _writeable(name, t, index=None):
+    """The array to write t's new values (or, for setitem, those at a basic `index`) into.
+
+    NOTE: NumPy makes every expanded view read-only. PyTorch writes one where no two elements
+    share memory (expand(-1, 3) of a (2, 3) tensor), and where they do it refuses in-place ops
+    except fill_ (and zero_), which give every element the same value: those write through a
+    writeable alias of the same memory."""
+    d = t._data
+    if getattr(getattr(d, "flags", None), "writeable", True):
+        return d
+    owner = _views._owner(d)
+    region = d if index is None or not _is_basic(index) else d[index]
+    if ((name == "fill_" or not _views.overlaps(region)) and isinstance(owner, np.ndarray)
+            and owner.flags.writeable):
+        offset = _views._address(d) - _views._address(owner)
+        return np.ndarray(d.shape, d.dtype, owner, offset, d.strides)
+    raise RuntimeError(
+        f"kit.{name}: unsupported operation: more than one element of the written-to tensor "
+        f"refers to a single memory location (a view made by expand or broadcast_to). Fix: "
+        f".clone() it before changing it in place"
+    )
 
 
 def _inplace(name, op, fast=None):
@@ -97,9 +112,8 @@ def _inplace(name, op, fast=None):
         if not _recording(self, other):
             if fast is not None and not args and not kwargs:
                 value = data_of(other)
-                _check_writeable(name, self)
                 try:
-                    fast(self._data, value)
+                    fast(_writeable(name, self), value)
                 except TypeError as exc:  # NumPy's casting error, e.g. int tensor += float
                     raise DtypeError(f"kit.{name}: {exc} (PyTorch: the result type can't be "
                                      f"cast to the desired output type)") from None
@@ -108,13 +122,13 @@ def _inplace(name, op, fast=None):
                         raise
                     raise _shape_error(name, self, getattr(value, "shape", ())) from None
             else:
-                _check_writeable(name, self)
+                target = _writeable(name, self)
                 result = op(Tensor(self._data), other, *args, **kwargs)
                 if result.shape != self.shape:
                     raise _shape_error(name, self, getattr(other, "shape", ()))
                 if result.dtype != self.dtype:
                     _check_cast(name, self, result)
-                self._data[...] = result._data
+                target[...] = result._data
             bump_version(self)
             return self
         return _write(name, self, op(_alias(self, name), other, *args, **kwargs))
@@ -139,8 +153,10 @@ def _setitem(self, index, value):
         v = data_of(value)
         if hasattr(v, "shape"):
             check_same_device("setitem", self._data, v)
-        _check_writeable("setitem", self)
-        self._data[_index_arg(index)] = v
+        index = _index_arg(index)
+        if type(index) is not slice:  # (a[:] = v, an optimiser's update, is the common one)
+            _check_masks(index, self.shape)
+        _writeable("setitem", self, index)[index] = v
         bump_version(self)
         return
     _write("setitem", self, index_put(_alias(self, "setitem"), index, value))
@@ -163,11 +179,6 @@ def _clamp_(self, min=None, max=None):  # noqa: A002
 
     op = lambda t, _: clamp(t, min, max)  # noqa: E731
     return _inplace("clamp_", op)(self, None)
-
-
-def _clone(self):
-    """A copy that stays in the graph (gradients flow back to the original)."""
-    return self * 1 if self.requires_grad and STATE.enabled else Tensor(self._data.copy())
 
 
 # --- the in-place form of an op with no operand: x.floor_(), x.tril_(1), x.nan_to_num_(0.0) ---

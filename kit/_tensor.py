@@ -278,10 +278,16 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if STATE.tracing is not None:  # kit.compile: Python reads the value
             STATE.tracing.observe(self, "numpy")
+        if self.requires_grad and STATE.enabled:  # np.array(t): as numpy(), no silent copy
+            self.numpy()
         data = backend.to_device(self._data, "cpu")
         return data if dtype is None else data.astype(dtype)
 
-    def __float__(self):
+    def __float__(self):  # (also complex(t), which Python reaches through it)
+        if self.requires_grad and STATE.enabled:
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                          "unexpected behavior.\nConsider using tensor.detach() first.",
+                          UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self):

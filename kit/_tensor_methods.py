@@ -14,7 +14,6 @@ import inspect
 from kit._creation import NEW
 from kit._inplace import (
     _clamp_,
-    _clone,
     _fill_op,
     _index_add_,
     _inplace,
@@ -52,6 +51,13 @@ def _from_registry():
     return methods
 
 
+def _takes_operand(fn):
+    """Whether fn needs a second argument (`add(x, y)`: `x.add_(y)`), or not (`floor(x)`)."""
+    required = [p for p in inspect.signature(fn).parameters.values()
+                if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    return len(required) > 1
+
+
 def _t(self):
     """`x.t()`: the transpose of a matrix; a 0-d or 1-d tensor is itself (as PyTorch)."""
     if self.ndim > 2:
@@ -76,7 +82,6 @@ _OTHERS = {
     "T": property(lambda s: permute(s, tuple(reversed(range(s.ndim))))),
     "mT": property(lambda s: transpose(s, -2, -1)),
     "__setitem__": _setitem,
-    "clone": _clone,
     "fill_": _inplace("fill_", _fill_op),
     "copy_": _inplace("copy_", _fill_op),
     "zero_": _zero_,

@@ -87,25 +87,48 @@ def copy_slices(view, result):
     base = view._base
     idx = positions_on_device(base, view)
     xp = backend.get_array_module(base._data)
-    keep = xp.ones(base._data.size, dtype=base._data.dtype)
-    keep[idx.reshape(-1)] = 0
+    keep = xp.ones(base._data.size, dtype=bool)
+    keep[idx.reshape(-1)] = False
     old = (base._edge or base._leaf_edge()) if base._rg else NO_EDGE
     new = (result._edge or result._leaf_edge()) if result._rg else NO_EDGE
     if not old and not new:
         _as_view_of_base(view)
         return
+    # NOTE: an expanded view was written by fill_: its backward raises, as PyTorch's does
+    # (several elements of the view are one element of the base)
+    rule = _overlapping_rule if overlaps(view._data) else _copy_slices_rule
     node = node_class("copy_slices", "CopySlices")(
-        "copy_slices", _copy_slices_rule, (old, new), (), (),
+        "copy_slices", rule, (old, new), (), (),
         (keep.reshape(base.shape), idx), ((base.shape, base.dtype),),
     )
     base._rg, base._grad_fn, base._edge, base._nr = True, node, (node, 0), 0
     _as_view_of_base(view)
 
 
+def overlaps(array):
+    """Whether elements of `array` share memory: an expanded view, a stride 0 over a size > 1
+    (an empty array has none to share, whatever its strides)."""
+    return array.size > 1 and any(
+        step == 0 and n > 1 for n, step in zip(array.shape, array.strides, strict=True))
+
+
+def _overlapping_rule(node, g):
+    raise RuntimeError(
+        "unsupported operation: more than one element of the written-to tensor refers to a "
+        "single memory location. Please clone() the tensor before performing the operation. "
+        "(kit: the in-place op wrote an expanded view, whose elements share memory; its "
+        "gradient is not defined. Fix: .clone() the expanded tensor first)"
+    )
+
+
 def _copy_slices_rule(node, g):
+    from kit.ops.elementwise import where_
+
     keep, idx = node.params
     need = node.next_functions
-    g_base = g * keep.astype(g.dtype, copy=False) if need[0] else None
+    # NOTE: a fill, not a product: an inf or NaN gradient of the overwritten part does not leak
+    # into the base through 0 * inf (PyTorch zeroes that part)
+    g_base = where_(keep, g, 0) if need[0] else None
     g_result = g.reshape(-1)[idx] if need[1] else None
     return g_base, g_result
 

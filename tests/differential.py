@@ -1,21 +1,24 @@
 """Random programs run on kit.torch and on real PyTorch: the shared machinery of the differential
 tests (tests/test_differential.py) and of `python -m tests.differential N`, which tries N
-programs of each kind (finite, and with NaN, infinities and integer extremes) and prints every
-difference.
+programs of each kind (finite; with NaN, infinities and integer extremes; an op then an in-place
+change) and prints every difference.
 
 Programs are drawn by hypothesis (`programs()`): a few leaves (dtypes, shapes including empty
 ones, edge values) and a sequence of steps, each an op spelt the same way in both libraries
 applied to earlier values; then the gradients of a sum of every floating result that requires
-grad. The outcome compared is, for every value made, its dtype, requires_grad flag, shape and
-numbers, then the gradients; or, when a step raises, the step and the exception's class.
-Under pytest the draws are derandomized (a fixed seed), so CI runs the same programs each time,
-and hypothesis shrinks a failing program to a small one.
+grad. In the third kind every op is followed by an in-place change of its result or one of its
+inputs, so that the backward at the end raises exactly where PyTorch's does: what each op saves
+decides it. The outcome compared is, for every value made, its dtype, requires_grad flag, shape
+and numbers, and the UserWarnings it gave, then the gradients; or, when a step raises, the step
+and the exception's class. Under pytest the draws are derandomized (a fixed seed), so CI runs
+the same programs each time, and hypothesis shrinks a failing program to a small one.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+import warnings
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -74,7 +77,39 @@ STEPS = {
     "clamp": lambda T, x, y: T.clamp(x, min=-0.5, max=1.5),
     "expand": lambda T, x, y: x.expand(2, *x.shape),
     "expand_new_1": lambda T, x, y: x.expand(-1, 3),
+    # more ops, whose saved values decide in-place errors too
+    "log1p": lambda T, x, y: T.log1p(x), "expm1": lambda T, x, y: T.expm1(x),
+    "cos": lambda T, x, y: T.cos(x), "erf": lambda T, x, y: T.erf(x),
+    "pow_half": lambda T, x, y: x ** 0.5, "clone": lambda T, x, y: x.clone(),
+    "clamp_tensor": lambda T, x, y: T.clamp(x, min=y), "where_0": lambda T, x, y: T.where(
+        y > 0, x, 0.0), "masked_fill": lambda T, x, y: x.masked_fill(y > 0, 0.5),
+    "index_tensor": lambda T, x, y: x[T.tensor([0, 0])], "index_mask": lambda T, x, y: x[y > 0],
+    "matmul": lambda T, x, y: x @ y, "norm": lambda T, x, y: x.norm(),
+    "norm_inf_last": lambda T, x, y: x.norm(float("inf"), -1),
+    "cumsum_0": lambda T, x, y: x.cumsum(0), "max_0_indices": lambda T, x, y: x.max(0).indices,
+    "amax_01": lambda T, x, y: x.amax((0, 1)), "logsumexp_all": lambda T, x, y: T.logsumexp(
+        x, dim=tuple(range(x.dim()))), "flatten": lambda T, x, y: x.flatten(),
 }
+# NOTE: left out, with their reasons (tests/test_pytorch_edges_reductions.py): x.prod(): kit's
+# is a chain of products, whose gradient is the product of the other elements; PyTorch's is
+# result / x where no element is 0, all NaN once one is NaN or inf (one made by pow of a
+# negative number, say). x.var() and x.std(): kit's are composites, whose gradient is NaN where
+# an inf or NaN gradient reaches them; PyTorch's formula, (x - mean) * 2 / (N - 1) * g, gives
+# +-inf in places. x.std(dim=[]): PyTorch 2.13's gradient of it is inf (its backward divides
+# by N - 1 with N = 1, as if no dim were reduced).
+
+# In place, after an op, on its result or one of its inputs: what the op saved decides whether
+# the backward at the end raises (or, if kit saved the wrong thing, differs), as in PyTorch.
+INPLACE = {
+    "fill_1_": lambda t: t.fill_(1), "mul_1_": lambda t: t.mul_(1),
+    "add_2_": lambda t: t.add_(2), "neg_": lambda t: t.neg_(), "zero_": lambda t: t.zero_(),
+    "exp_": lambda t: t.exp_(), "relu_": lambda t: t.relu_(), "clamp_": lambda t: t.clamp_(0, 1),
+    "setitem_": lambda t: (t.__setitem__(..., 3), t)[1],
+}
+# kit's composites that keep other values than PyTorch's one node (tests/test_what_ops_save.py,
+# DIFFERENT): left out of the programs that change values in place.
+SAVED_OTHERWISE = {"norm", "norm_inf_last"}
+
 
 
 def _values(dtype, size, nan):
@@ -92,21 +127,32 @@ def _values(dtype, size, nan):
 
 
 @st.composite
-def _leaf(draw, nan):
-    dtype = draw(st.sampled_from(DTYPES[:2] + DTYPES))  # floats twice as often: more gradients
+def _leaf(draw, nan, dtypes=DTYPES[:2] + DTYPES):  # floats twice as often: more gradients
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(st.sampled_from(SHAPES))
     values = draw(_values(dtype, math.prod(shape), nan))
-    return dtype, shape, values, dtype.startswith("float") and draw(st.integers(0, 3)) > 0
+    return dtype, shape, values, draw(st.integers(0, 3)) if dtype.startswith("float") else 0
 
 
-def programs(nan=False, max_steps=4):
-    """A strategy for programs as plain data: leaves (dtype, shape, values, requires_grad) and
-    steps (op name, two operand choices)."""
-    # NOTE: not sampled_from: hypothesis favours its first items (the "simplest"), so an op is
-    # drawn as a wide integer, which spreads the draws over every op (it shrinks to the first).
-    names = sorted(STEPS)
-    op = st.integers(0, 2**16).map(lambda i: names[i % len(names)])
-    step = st.tuples(op, st.integers(0, 99), st.integers(0, 99))
+def _spread(names):
+    # NOTE: not sampled_from: hypothesis favours its first items (the "simplest"), so a name is
+    # drawn as a wide integer, which spreads the draws over every name (it shrinks to the first).
+    return st.integers(0, 2**16).map(lambda i: names[i % len(names)])
+
+
+def programs(nan=False, max_steps=4, inplace=False):
+    """A strategy for programs as plain data: leaves (dtype, shape, values, grad: 0 none, 1 a
+    leaf that requires grad, 2 or 3 a clone of one, which in-place steps may change) and steps
+    (op name, two operand choices). With `inplace`, on floating leaves, every op is followed by
+    a step that changes its result or one of its inputs in place."""
+    operands = (st.integers(0, 99), st.integers(0, 99))
+    if inplace:
+        pair = st.tuples(st.tuples(_spread(sorted(set(STEPS) - SAVED_OTHERWISE)), *operands),
+                         st.tuples(_spread(sorted(INPLACE)), *operands))
+        return st.tuples(st.lists(_leaf(nan, DTYPES[:2]), min_size=1, max_size=3),
+                         st.lists(pair, min_size=1, max_size=max_steps // 2).map(
+                             lambda pairs: [step for p in pairs for step in p]))
+    step = st.tuples(_spread(sorted(STEPS)), *operands)
     return st.tuples(st.lists(_leaf(nan), min_size=1, max_size=3),
                      st.lists(step, min_size=1, max_size=max_steps))
 
@@ -129,19 +175,20 @@ def run(lib, program, transform=None, order=1):
     that applies the steps to the leaves (kit.compile, say); `order=2` adds the gradients of
     the sum of the gradients."""
     leaves, steps = program
-    pool = [lib.tensor(leaf_array(dtype, shape, values), requires_grad=rg)
-            for dtype, shape, values, rg in leaves]
+    wrt = [lib.tensor(leaf_array(dtype, shape, values), requires_grad=grad > 0)
+           for dtype, shape, values, grad in leaves]
+    pool = [t.clone() if grad > 1 else t for t, (*_, grad) in zip(wrt, leaves, strict=True)]
 
-    def apply(*leaves):
-        return _apply(lib, steps, list(leaves))
+    def apply(*pool):
+        return _apply(lib, steps, list(pool))
 
-    outs, raised = (apply if transform is None else transform(apply))(*pool)
-    pool += outs
-    made = [_describe(out) for out in outs]
+    items, raised = (apply if transform is None else transform(apply))(*pool)
+    pool += [v for v in items if not isinstance(v, tuple)]
+    made = [v if isinstance(v, tuple) else _describe(v) for v in items]
     if raised is not None:
         return made + [raised]
     floats = [t for t in pool if t.dtype in (lib.float32, lib.float64) and t.requires_grad]
-    wrt = [t for t in pool[:len(leaves)] if t.requires_grad]
+    wrt = [t for t in wrt if t.requires_grad]
     if floats and wrt:
         loss = sum(t.double().sum() for t in floats)
         try:
@@ -157,14 +204,23 @@ def run(lib, program, transform=None, order=1):
 
 
 def _apply(lib, steps, pool):
-    """The program's steps on `pool` (its leaves): (the values made, the failure or None)."""
-    made = []
+    """The program's steps on `pool` (its values so far): (the values made, with a ("warned",
+    step, class) before a value for each UserWarning its step gave; the failure or None)."""
+    made, last = [], ()
     for i, (name, a, b) in enumerate(steps):
         x, y = pool[a % len(pool)], pool[b % len(pool)]
-        try:
-            out = STEPS[name](lib, x, y)
-        except Exception as exc:  # noqa: BLE001 - the class is the outcome
-            return made, ("raised", i, _error_class(exc))
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            try:
+                if name in INPLACE:  # on the last op's result or inputs (else any earlier value)
+                    out = INPLACE[name](last[a % 3] if last else x)
+                else:
+                    out = STEPS[name](lib, x, y)
+                    last = (out, x, y)
+            except Exception as exc:  # noqa: BLE001 - the class is the outcome
+                return made, ("raised", i, _error_class(exc))
+        made += [("warned", i, w.category.__name__) for w in warned
+                 if issubclass(w.category, UserWarning)]  # PyTorch's warnings, kit's too
         pool.append(out)
         made.append(out)
     return made, None
@@ -191,7 +247,7 @@ def same(a, b):
     if len(a) != len(b):
         return False
     for x, y in zip(a, b, strict=True):
-        if x is None or y is None or x[0] == "raised" or y[0] == "raised":
+        if x is None or y is None or x[0] in ("raised", "warned") or y[0] in ("raised", "warned"):
             if x != y:
                 return False
             continue
@@ -223,12 +279,12 @@ SETTINGS = {"deadline": None, "database": None,
             "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
-def survey(n, nan, derandomize=True):
+def survey(n, nan, derandomize=True, inplace=False):
     """Try n programs; (number tried, [(program, kit's outcome, PyTorch's)] that differ)."""
     tried, found = [], []
 
     @settings(max_examples=n, derandomize=derandomize, **SETTINGS)
-    @given(programs(nan))
+    @given(programs(nan, inplace=inplace))
     def each(program):
         tried.append(program)
         ours, theirs = outcomes(program)
@@ -240,11 +296,12 @@ def survey(n, nan, derandomize=True):
 
 
 def main(n):
-    for nan in (False, True):
-        tried, found = survey(n, nan, derandomize=False)
+    kinds = {(False, False): "finite", (True, False): "with NaN, infinities and integer extremes",
+             (False, True): "an op, then a value changed in place, on floats"}
+    for (nan, inplace), kind in kinds.items():
+        tried, found = survey(n, nan, derandomize=False, inplace=inplace)
         for program, ours, theirs in found:
             print(f"{program}\n  kit:     {ours}\n  pytorch: {theirs}")
-        kind = "with NaN, infinities and integer extremes" if nan else "finite"
         print(f"{tried} programs ({kind}), {len(found)} differences")
 
 

@@ -104,7 +104,8 @@ SAMPLES = {
     "maximum": [s(D[:2, :3], A)], "minimum": [s(D[:2, :3], A)],
     "where": [s(BOOL, A, B)],
     "clamp": [s(D, call=lambda f, x: f(x, -1.5, 1.2),
-                torch=lambda torch, x: torch.clamp(x, -1.5, 1.2))],
+                torch=lambda torch, x: torch.clamp(x, -1.5, 1.2)),
+              s(D, np.array([-1.2, -0.5, -0.9, -1.6]), np.array([[1.0], [0.6], [1.3]]))],
     "eq": [s(A, A * BOOL)], "ne": [s(A, A * BOOL)], "lt": [s(A, B)], "le": [s(A, B)],
     "gt": [s(A, B)], "ge": [s(A, B)],
     "sign": [s(A)], "round": [s(A)],
@@ -139,6 +140,7 @@ SAMPLES = {
                 torch=lambda torch, a, b: torch.stack([a, b], 1))],
     "astype": [s(A, call=lambda f, x: f(x, np.float32), order=1, rtol=0.05, torch=None)],
     "to": [s(A, call=lambda f, x: f(x, "cpu"), torch=lambda torch, x: x.to("cpu"))],
+    "clone": [s(M)],
     # views (kit/ops/view_ops.py)
     "view": [s(M, 2, 6, torch=lambda torch, x, *shape: x.view(*shape))],
     "view_as": [s(M, uniform(2, 6), torch=lambda torch, x, y: x.view_as(y))],

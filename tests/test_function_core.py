@@ -188,7 +188,7 @@ class SortWithIndices(kit.Function):
         idx = kit.tensor(np.argsort(x.data))
         ctx.mark_non_differentiable(idx)
         ctx.save_for_backward(idx)
-        return kit.tensor(x.data[idx.data]), idx
+        return x.data[idx.data], idx
 
     @staticmethod
     def backward(ctx, g_values, g_idx):
@@ -236,13 +236,13 @@ def test_once_differentiable_blocks_double_backward_with_a_clear_error():
         @staticmethod
         def forward(ctx, x):
             ctx.save_for_backward(x)
-            return kit.tensor(x.data ** 2)
+            return x.data ** 2
 
         @staticmethod
         @kit.once_differentiable
         def backward(ctx, g):
             (x,) = ctx.saved_tensors
-            return kit.tensor(2 * x.data * g.data)
+            return 2 * x.data * g.data
 
     x = leaf([3.0])
     y = NumpySquare.apply(x)

@@ -447,3 +447,25 @@ def test_a_training_loop_updates_parameters_in_place():
         b[:] = b - 0.1 * b.grad
     np.testing.assert_allclose([w.asscalar(), b.asscalar()], [2, 1], atol=1e-3)
     assert w.tensor.grad_fn is None and w.tensor.requires_grad
+
+
+def test_in_place_writes_to_recorded_arrays_inside_record_are_refused_as_mxnet():
+    """MXNet's Imperative::RecordOp refuses `+=`, `x[:] =`... on an array that is in the graph
+    while recording (its message, at the write); outside record, or on an array with no
+    history, they work."""
+    w = mx.nd.array([1.0, 2.0])
+    w.attach_grad()
+    with mx.autograd.record():
+        y = w * 2
+        for write in (lambda: y.__itruediv__(2), lambda: y.__setitem__(0, 5.0),
+                      lambda: w.__iadd__(1)):
+            with pytest.raises(mx.base.MXNetError, match=r"Inplace operations \(\+=, -=, x\[:\]=, "
+                                                         r"etc\) are not supported when recording"):
+                write()
+        plain = mx.nd.zeros(2)
+        plain += 1  # not in the graph
+        y = y / 2  # the fix: a new array
+    y.backward()
+    assert w.grad.asnumpy().tolist() == [1.0, 1.0]
+    y += 1  # after record
+    assert y.asnumpy().tolist() == [2.0, 3.0]

@@ -198,3 +198,58 @@ def test_old_tutorials_update_through_data_in_place(torch):
     w.data.mul_(2)
     saved.sum().backward()
     np.testing.assert_array_equal(values(w.grad), [2.0, 2.0])
+
+
+# --- conversions that PyTorch warns about (issue 11) ------------------------------------------
+COPY_CONSTRUCT = (r"To copy construct from a tensor, it is recommended to use "
+                  r"sourceTensor\.detach\(\)\.clone\(\) or sourceTensor\.detach\(\)\.clone\(\)"
+                  r"\.requires_grad_\(True\), rather than {}\(sourceTensor\)\.")
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_tensor_of_a_tensor_warns_to_detach_and_clone(torch):
+    source = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.warns(UserWarning, match=COPY_CONSTRUCT.format(r"torch\.tensor")):
+        copy = torch.tensor(source)
+    assert copy.is_leaf and not copy.requires_grad
+    with pytest.warns(UserWarning, match=COPY_CONSTRUCT.format(r"tensor\.new_tensor")):
+        torch.zeros(1).new_tensor(source)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a list of tensors, as_tensor and Tensor stay silent
+        torch.tensor([torch.tensor(1.0), torch.tensor(2.0)])
+        torch.as_tensor(source.detach())
+        source.detach().clone()
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_float_of_a_tensor_that_requires_grad_warns_int_and_item_do_not(torch):
+    x = torch.tensor(2.0, requires_grad=True)
+    # NOTE: PyTorch warns once per process (TORCH_WARN_ONCE) unless warn_always is on; kit
+    # warns at each call, and Python's filters show it once per line.
+    always = getattr(torch, "is_warn_always_enabled", lambda: None)()
+    if always is not None:
+        torch.set_warn_always(True)
+    try:
+        for convert in (float, complex):
+            with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True "
+                                                 "to a scalar may lead to unexpected behavior"):
+                convert(x * 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert (int(x), x.item(), bool(x)) == (2, 2.0, True)
+            with torch.no_grad():
+                assert float(x) == 2.0
+    finally:
+        if always is not None:
+            torch.set_warn_always(always)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_numpy_array_of_a_tensor_that_requires_grad_raises_as_numpy(torch):
+    x = torch.tensor([2.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # PyTorch's __array__ on NumPy 2
+        with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires "
+                                               "grad"):
+            np.array(x)
+        np.testing.assert_array_equal(np.array(x.detach()), [2.0])

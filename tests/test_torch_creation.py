@@ -75,9 +75,10 @@ def test_set_default_device_gpu_places_factories_and_layers_there():
         torch.set_default_device("cuda")
         try:
             assert torch.get_default_device() == torch.device("cuda")
+            with pytest.warns(UserWarning, match="To copy construct from a tensor"):
+                copied = torch.tensor(host)
             made = [torch.tensor([1.0]), torch.zeros(2), torch.randn(2), torch.arange(3),
-                    torch.full((1,), 2.0), torch.nn.Linear(2, 2).weight,
-                    torch.tensor(host)]
+                    torch.full((1,), 2.0), torch.nn.Linear(2, 2).weight, copied]
             assert [t.device for t in made] == ["gpu"] * len(made)
             assert torch.from_numpy(np.ones(2)).device == "cpu"
             assert torch.zeros_like(host).device == "cpu"

@@ -71,7 +71,7 @@ def test_builtin_graph_structure_values_and_gradients():
     assert _ops(d) == ["add", "mul", "sin", "sum"]
     (out,) = d.find("tensor", output=True)
     assert out["attributes"]["role"] == "intermediate"
-    assert out["attributes"]["value"] == pytest.approx(float(loss))
+    assert out["attributes"]["value"] == pytest.approx(loss.item())
     (param,) = d.find("tensor", role="parameter")
     assert param["label"].startswith("w\n(3,) float32 cpu")
     assert param["attributes"]["value"] == [1.0, 2.0, 3.0]

@@ -156,6 +156,17 @@ def _sort_axis(x, axis):
     return one_dim(axis, x.ndim, "sort") + len(x.levels)
 
 
+@batch_rule("cumsum")
+def _cumsum(fn, x, dim, dtype=None):
+    """cumsum along one dim of each sample, as softmax's rule does it."""
+
+    def along(value, axis):
+        return fn(value, axis, dtype)
+
+    along.__name__ = "cumsum"
+    return _softmax(along, x, dim)
+
+
 @batch_rule("sort")
 def _sort(fn, x, axis=-1, descending=False):
     physical_axis = _sort_axis(x, axis)

@@ -13,6 +13,7 @@ import weakref
 import numpy as np
 
 from kit import backend
+from kit._modes import STATE
 from kit._tensor import Tensor
 from kit.mx.base import error, reported, run
 from kit.mx.context import context_of
@@ -228,6 +229,14 @@ class NDArray:
 
     # --- writes -------------------------------------------------------------------------
     def _before_write(self, value):
+        if STATE.recording and self._t.requires_grad:
+            # NOTE: MXNet's own check (Imperative::RecordOp), at the write, as MXNet raises it
+            raise error(RuntimeError, (
+                "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
+                "autograd. Assigning to NDArrays that are already in a computational graph will "
+                "cause undefined behavior when evaluating gradients. Please call backward first "
+                "to clear the graph or do this out side of a record section. Fix: write "
+                "x = x / 2 (a new array) instead of x /= 2 inside autograd.record()"))
         guard = self._guard
         if guard is None:
             return

@@ -8,7 +8,9 @@ A declaration says everything about an op (PyTorch's OpInfo, HIPS autograd's def
 
 - `grad`: the gradient rule, `rule(node, g, *saved)` (see _record.py); None for an op with no
   gradient (comparisons, argmax) or a composite (its primitives own the gradient);
-- `saves`: what the forward keeps for backward ("x", "output", "a, b", "" for nothing);
+- `saves`: what the forward keeps for backward ("x", "output", "a, b", "" for nothing), as
+  PyTorch's node keeps it (an in-place change of a kept tensor makes backward raise; `keep=` in
+  record drops what the inputs that need a gradient do not use; tests/test_what_ops_save.py);
 - `batch`: the name of its vmap batching rule in kit/func/_rules*.py (`@batch_rule("name")`); a
   composite has none, it batches through its primitives;
 - `methods`: Tensor method names; an item `(name, spelling)` adapts the function (`reflected`

@@ -58,7 +58,7 @@ def _quotient_rule(op, rounding):
     """d/da = 1, d/db = -rounded(a / b): remainder (floor) and fmod (trunc). The quotient is a
     constant, as PyTorch's (its derivative is 0), so the rule is also right to second order."""
 
-    def rule(node, g, a, b):
+    def rule(node, g, a=None, b=None):  # (nothing kept when only the dividend needs one)
         need = node.next_functions
         gb = None
         if need[1]:
@@ -76,6 +76,12 @@ def _quotient_rule(op, rounding):
         return (g if need[0] else None), gb
 
     return rule
+
+
+def _divisor_needs(saved, edges):
+    """`keep` for remainder and fmod: only the divisor's gradient uses the operands, so they are
+    kept only when the divisor needs one (PyTorch keeps nothing otherwise)."""
+    return saved if edges[1] else ()
 
 
 def _remainder(xp, x, y):
@@ -103,7 +109,9 @@ def _division(op, compute, rule, **names):
             raise RuntimeError(f"kit.{op}: integer division by zero (PyTorch raises "
                                f"ZeroDivisionError). Fix: make the divisor nonzero, or divide "
                                f"floats (x.float()), which give inf or nan")
-        return record(op, rule, out, (a, b), () if rule is _floor_divide_rule else (a, b))
+        if rule is _floor_divide_rule:
+            return record(op, rule, out, (a, b))
+        return record(op, rule, out, (a, b), (a, b), None, _divisor_needs)
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} with broadcasting and PyTorch's type promotion."
@@ -174,7 +182,7 @@ def _invert(fn):
 
 
 @primitive("bitwise_not", batch="elementwise", methods=(("__invert__", _invert), "bitwise_not"),
-           torch="bitwise_not")
+           inplace=("bitwise_not_",), torch="bitwise_not")
 def bitwise_not(x):
     """Elementwise ~x of an integer or bool tensor (no gradient), as torch.bitwise_not."""
     d = x._data
@@ -209,7 +217,8 @@ logical_or = _logic("logical_or", lambda x, y: x | y)
 logical_xor = _logic("logical_xor", lambda x, y: x ^ y)
 
 
-@primitive("logical_not", batch="elementwise", methods=("logical_not",), torch="logical_not")
+@primitive("logical_not", batch="elementwise", methods=("logical_not",),
+           inplace=("logical_not_",), torch="logical_not")
 def logical_not(x):
     """Elementwise not of any tensor (zero is false, NaN true): a bool tensor, no gradient."""
     return Tensor(_tensor("logical_not", x, "input") == 0)

@@ -20,14 +20,15 @@ from kit.ops.reductions import mean, normalize_axis
 from kit.ops.reductions import sum as sum_
 
 
-def _relu_rule(node, g, x):
-    # NOTE: the gradient at exactly 0 is 0, as PyTorch's. With create_graph a recorded op of x
-    # with a zero derivative (0 * sign(x)) is added, so that, as PyTorch's ReluBackward0, the
-    # gradient requires grad and its own derivative is 0, not an error.
-    # (x <= 0 -> 0, else g: a NaN input passes the gradient on, as in PyTorch.)
-    if isinstance(x, Tensor):
-        return (where(x <= 0, 0, g) + 0 * sign(x),)
-    return (where_(x <= 0, 0, g),)
+def _relu_rule(node, g, y):
+    # NOTE: y is the output, as PyTorch's ReluBackward0 keeps it (so an in-place change of the
+    # output is an error there and here, of the input not). y <= 0 exactly where x <= 0 (-0.0
+    # and NaN come through unchanged), so the gradient is 0 at exactly 0 and a NaN passes it on,
+    # as in PyTorch. With create_graph a recorded op with a zero derivative (0 * sign(y)) is
+    # added, so that, as PyTorch's, the gradient requires grad and its own derivative is 0.
+    if isinstance(y, Tensor):
+        return (where(y <= 0, 0, g) + 0 * sign(y),)
+    return (where_(y <= 0, 0, g),)
 
 
 def _rectified(xp, x):
@@ -35,7 +36,7 @@ def _rectified(xp, x):
     return _select(xp, x < 0, 0, x)
 
 
-@primitive("relu", grad=_relu_rule, saves="x", batch="elementwise", methods=("relu",),
+@primitive("relu", grad=_relu_rule, saves="output", batch="elementwise", methods=("relu",),
            inplace=("relu_",), torch="relu", mx="relu", expr=_rectified)
 def relu(x):
     """max(x, 0), a primitive: PyTorch's relu is one op (ReluBackward0) whose gradient is
@@ -43,7 +44,8 @@ def relu(x):
     d = x._data
     if d.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu (kit.relu, as in PyTorch)")
-    return record("relu", _relu_rule, _rectified(backend.get_array_module(d), d), (x,), (x,))
+    return record("relu", _relu_rule, _rectified(backend.get_array_module(d), d), (x,),
+                  (OUTPUT,))
 
 
 def _softmax_rule(node, g, y):
@@ -117,7 +119,7 @@ def _reduce(loss, reduction, op):
     return sum_(loss) if reduction == "sum" else loss
 
 
-@primitive("cross_entropy", grad=_fused_ce_rule, saves="logits, probabilities",
+@primitive("cross_entropy", grad=_fused_ce_rule, saves="logits, probabilities, target",
            batch="cross_entropy")
 def cross_entropy(logits, target, reduction="mean"):
     """Cross-entropy of `logits` (N, C) against class indices (N,) or probabilities (N, C)."""
@@ -138,7 +140,7 @@ def cross_entropy(logits, target, reduction="mean"):
                 f"classes (valid: 0..{c - 1})"
             )
         _check_reduction(reduction, "cross_entropy")
-        return fused_cross_entropy(logits, t, reduction)
+        return fused_cross_entropy(logits, target, reduction)
     if tuple(t.shape) != tuple(logits.shape):
         raise ValueError(
             f"kit.cross_entropy: probability target must have the logits' shape "

@@ -234,13 +234,17 @@ def _check(x, weight, bias, stride, padding, dilation, groups):
 
 
 # --- max pooling ----------------------------------------------------------------------------
-def _max_pool_rule(node, g):
-    flat, shape = node.params
-    size = int(np.prod(shape))
-    return (index_put_add(g.reshape((-1,)), flat, (size,)).reshape(shape),)
+def _max_pool_rule(node, g, x, indices):
+    # NOTE: x is kept, unused, as PyTorch's MaxPool2DWithIndicesBackward0 keeps it (with the
+    # indices): an in-place change of the input before backward is an error in both.
+    n, c, h, w = shape = node.params
+    plane = data_of(indices)
+    xp = backend.get_array_module(plane)
+    flat = (plane + (xp.arange(n * c) * (h * w)).reshape(n, c, 1, 1)).reshape(-1)
+    return (index_put_add(g.reshape((-1,)), flat, (n * c * h * w,)).reshape(shape),)
 
 
-@primitive("max_pool2d", grad=_max_pool_rule, batch="max_pool2d")
+@primitive("max_pool2d", grad=_max_pool_rule, saves="x, indices", batch="max_pool2d")
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """The maximum of each window; the gradient goes to the (first) maximal element."""
@@ -273,7 +277,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     out = xp.take_along_axis(cols, arg[..., None], axis=-1)[..., 0]
     rows = xp.arange(ho).reshape(-1, 1) * stride[0] + (arg // kw) * dilation[0] - padding[0]
     columns = xp.arange(wo) * stride[1] + (arg % kw) * dilation[1] - padding[1]
-    plane = rows * w + columns  # PyTorch's indices: flat positions in each H x W plane
-    flat = (plane + (xp.arange(n * c) * (h * w)).reshape(n, c, 1, 1)).reshape(-1)
-    y = record("max_pool2d", _max_pool_rule, out, (x,), (), (flat, d.shape))
-    return (y, Tensor(plane)) if return_indices else y
+    # PyTorch's indices: flat positions in each H x W plane
+    indices = Tensor(rows * w + columns)
+    y = record("max_pool2d", _max_pool_rule, out, (x,), (x, indices), d.shape)
+    return (y, indices) if return_indices else y

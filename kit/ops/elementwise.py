@@ -175,34 +175,39 @@ def _pow_rule(node, g, a, b, y):
     if need[0] and getattr(b, "dtype", None) == _BOOL:
         _no_bool(b, 1)  # PyTorch computes b - 1 here, and refuses it for a bool exponent
     if need[0]:
-        # NOTE: where b == 0 the derivative is 0, as in PyTorch (not 0 * 0**-1 = nan at a = 0).
+        # NOTE: where b == 0 the derivative is 0, as in PyTorch (not 0 * 0**-1 = nan at a = 0);
+        # g multiplies it after, as in PyTorch (an inf or NaN g gives NaN there, not 0)
         if not hasattr(b, "shape"):
-            ga = g * 0 if b == 0 else g * b * a ** (b - 1)
+            ga = g * 0 if b == 0 else g * (b * _number_power(a, b - 1))
         else:
-            ga = g * b * a ** (b - 1)
+            slope = b * a ** (b - 1)
             zero = data_of(b) == 0
-            if zero.any():
-                ga = where_(zero, 0, ga)
+            ga = g * (where_(zero, 0, slope) if zero.any() else slope)
     gb = None
     if need[1]:
         # NOTE: d(a**b)/db = a**b * log(a), as PyTorch: 0 where a == 0 and b >= 0, NaN for a < 0.
         if not hasattr(a, "shape"):
             if a == 0:
                 zero = data_of(b) >= 0
-                gb = where_(zero, 0, g * y * (-math.inf)) if hasattr(zero, "shape") else (
-                    g * 0 if zero else g * y * (-math.inf))
+                gb = g * (where_(zero, 0, y * (-math.inf)) if hasattr(zero, "shape") else (
+                    0 if zero else y * (-math.inf)))
             else:
-                gb = g * y * (math.log(a) if a > 0 else math.nan)
+                gb = g * (y * (math.log(a) if a > 0 else math.nan))
         else:
             zero = (data_of(a) == 0) & (data_of(b) >= 0)
             if not isinstance(a, Tensor) and a.dtype.kind in "biu":
                 a = a.astype(g.dtype)  # NOTE: NumPy's log of uint8 is float16; PyTorch's float32
-            gb = where_(zero, 0, g * y * log_(a))
+            gb = g * where_(zero, 0, y * log_(a))
     return ga, gb
 
 
 def _power(xp, x, y):
+    """x ** y. NOTE: PyTorch computes ** 0.5 as sqrt and ** -0.5 as 1 / sqrt, which keep the sign
+    of -0.0 (-0.0 ** -0.5 is -inf; NumPy's power gives +inf)."""
     with np.errstate(divide="ignore", invalid="ignore"):  # 0 ** -1 is inf, as in PyTorch
+        if type(y) is float and y in (0.5, -0.5):
+            root = xp.sqrt(x)
+            return root if y > 0 else 1 / root
         return x**y
 
 
@@ -212,6 +217,8 @@ def _power(xp, x, y):
 def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
     """Elementwise a ** b (either may be a Python number)."""
     a, b, x, y = pair(a, b, "pow")
+    if _BOOL in (getattr(x, "dtype", None), getattr(y, "dtype", None)):
+        _broadcastable("pow", x, y)  # PyTorch checks shapes before it refuses bools
     if type(x) is bool and getattr(y, "dtype", None) == _BOOL:
         raise NotImplementedError("\"pow\" not implemented for 'Bool' (kit.pow, as in PyTorch)")
     if getattr(x, "dtype", None) == _BOOL:
@@ -230,6 +237,22 @@ def pow(a, b):  # noqa: A001 - PyTorch's name, used as kit.pow
                                "Fix: use a float base, e.g. x.float() ** -1") from None
         out = _int_power(x, y)
     return record("pow", _pow_rule, out, (a, b), _pow_saves(a, b))
+
+
+def _broadcastable(op, x, y):
+    if hasattr(x, "shape") and hasattr(y, "shape"):
+        try:
+            np.broadcast_shapes(x.shape, y.shape)
+        except ValueError:
+            raise shape_error(op, x, y, detail=BROADCAST) from None
+
+
+def _number_power(a, b):
+    """a ** b for a Python number b, on a Tensor or an array (a gradient rule's), as _power."""
+    if type(b) is float and b in (0.5, -0.5):
+        root = sqrt_(a)
+        return root if b > 0 else 1 / root
+    return a**b
 
 
 def _pow_saves(a, b):
@@ -298,6 +321,7 @@ cos = _unary("cos", lambda xp, x: xp.cos(x), lambda node, g, x: (-g * sin_(x),),
              torch="cos", mx="cos")
 
 log_ = dual(log, "log")
+sqrt_ = dual(sqrt, "sqrt")
 exp_ = dual(exp, "exp")
 sin_ = dual(sin, "sin")
 cos_ = dual(cos, "cos")
@@ -364,10 +388,10 @@ def where(condition, a, b):
         out = _select(xp, cond, x, y)
     except ValueError:
         raise shape_error("where", cond, x, y, detail=BROADCAST) from None
-    if not (hasattr(x, "dtype") or hasattr(y, "dtype")):
-        # NOTE: two Python numbers: PyTorch's default dtypes (float32, int64), not NumPy's
-        out = out.astype(result_type(x, y), copy=False)
-    return record("where", _where_rule, out, (None, a, b), (cond,))
+    # NOTE: a Tensor condition is kept as itself (PyTorch's WhereBackward0 keeps it), so an
+    # in-place change of it before backward is an error, not a silently different gradient.
+    return record("where", _where_rule, out, (None, a, b),
+                  (condition if isinstance(condition, Tensor) else cond,))
 
 
 def _condition_on_device(condition, cond, x, y):
@@ -420,13 +444,29 @@ def _keep_or_zero(cond, x):
     return out
 
 
-def _clamp_rule(node, g, x):
-    lo, hi = node.params
-    d = data_of(x)
-    inside = d == d if lo is None else d >= lo  # NOTE: a NaN is outside, as in PyTorch
-    if hi is not None:
-        inside = inside & (d <= hi)
-    return (where_(inside, g, 0),)
+def _clamp_rule(node, g, x, lo, hi):
+    # NOTE: as PyTorch's clamp_backward: x gets g inside [min, max] (bounds included, a NaN is
+    # outside); a Tensor bound gets g where it was the answer: min where x < min (and min < max),
+    # max where x > max (or max < min, where clamp gives max). Written without a ones() array so
+    # that kit.compile can differentiate it per element.
+    d, low, high = data_of(x), data_of(lo), data_of(hi)
+    need = node.next_functions
+    g_x = g_lo = g_hi = None
+    if need[0]:
+        if lo is None:
+            inside = d <= high
+        elif hi is None:
+            inside = d >= low
+        else:
+            inside = (d >= low) & (d <= high)
+        g_x = where_(inside, g, 0)
+    if need[1]:
+        below = d < low
+        g_lo = where_(below & (low < high) if hi is not None else below, g, 0)
+    if need[2]:
+        above = d > high
+        g_hi = where_(above | (high < low) if lo is not None else above, g, 0)
+    return g_x, g_lo, g_hi
 
 
 def _clamped(xp, x, lo, hi):
@@ -434,10 +474,11 @@ def _clamped(xp, x, lo, hi):
     return out if hi is None else xp.minimum(out, hi)
 
 
-@primitive("clamp", grad=_clamp_rule, saves="x", batch="broadcasting", methods=("clamp", "clip"),
-           torch=("clamp", "clip"), expr=_clamped)
+@primitive("clamp", grad=_clamp_rule, saves="x, min, max", batch="broadcasting",
+           methods=("clamp", "clip"), torch=("clamp", "clip"), expr=_clamped)
 def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
-    """Limit values to [min, max]; the gradient is 1 inside (bounds included), 0 outside."""
+    """Limit values to [min, max] (numbers or Tensors, which get gradients too); the gradient is
+    1 inside (bounds included), 0 outside."""
     if min is None and max is None:
         raise ValueError("kit.clamp: at least one of min and max must be given")
     lo, hi = data_of(min), data_of(max)
@@ -446,10 +487,18 @@ def clamp(x, min=None, max=None):  # noqa: A002 - PyTorch's keyword names
     dtype = result_type(out, lo, hi)  # as PyTorch: an int tensor with float bounds gives float32
     if out.dtype != dtype:
         out = out.astype(dtype)
-    out = _clamped(xp, out, lo, hi)
+    # (Tensor bounds in that dtype too: NumPy would promote float32 and int64 to float64)
+    lo, hi = (v.astype(dtype) if getattr(v, "dtype", dtype) != dtype else v for v in (lo, hi))
+    try:
+        out = _clamped(xp, out, lo, hi)
+    except ValueError:
+        raise shape_error("clamp", *(v for v in (x._data, lo, hi) if v is not None),
+                          detail=BROADCAST) from None
     if out is x._data:
         out = out.copy()
-    return record("clamp", _clamp_rule, out, (x,), (x,), (lo, hi))
+    # NOTE: Tensor bounds are inputs (PyTorch's ClampBackward0 keeps them: an in-place change
+    # before backward is an error); numbers are constants (ClampBackward1 keeps x alone).
+    return record("clamp", _clamp_rule, out, (x, min, max), (x, min, max))
 
 
 def _int_power(x, y):
@@ -501,10 +550,12 @@ isinf = _classify("isinf", lambda xp, d: xp.isinf(d))
 isfinite = _classify("isfinite", lambda xp, d: xp.isfinite(d))
 
 
-def _zero_rule(node, g):
-    # NOTE: a step function's derivative, 0 almost everywhere; recorded all the same, as
-    # PyTorch's SignBackward0 and RoundBackward0
-    return (g * 0,)
+def _sign_rule(node, g):
+    # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0, whose
+    # gradient is zeros (not g * 0: an inf or NaN g gives 0, not NaN)
+    d = data_of(g)
+    zeros = backend.get_array_module(d).zeros_like(d)
+    return (Tensor(zeros) if isinstance(g, Tensor) else zeros,)
 
 
 def _signs(xp, d):
@@ -513,7 +564,7 @@ def _signs(xp, d):
     return xp.where(xp.isnan(d), 0, xp.sign(d)).astype(d.dtype)  # NOTE: sign(nan) is 0, as PyTorch
 
 
-@primitive("sign", grad=_zero_rule, batch="elementwise", methods=("sign",), inplace=("sign_",),
+@primitive("sign", grad=_sign_rule, batch="elementwise", methods=("sign",), inplace=("sign_",),
            torch="sign", expr=_signs)
 def sign(x):
     """Sign of each element; recorded with a zero gradient (as PyTorch). bool stays bool."""
@@ -523,4 +574,4 @@ def sign(x):
     out = _signs(backend.get_array_module(d), d)
     if d.dtype.kind != "f":
         return Tensor(out)
-    return record("sign", _zero_rule, out, (x,))
+    return record("sign", _sign_rule, out, (x,))

@@ -1,6 +1,8 @@
 """Issue 12's tensor functions (masked_fill, prod, all/any, cumsum, var/std, topk, gather,
 scatter_add, einsum; the norms are in norms.py): composites over existing primitives, so they own
-no gradient code and batch under vmap and run on the GPU through those primitives."""
+no gradient code and batch under vmap and run on the GPU through those primitives. The exception,
+with its reason: cumsum is a primitive (PyTorch adds in order; a matmul with a triangle of ones
+made inf * 0 = NaN, and kept the triangle)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,11 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.ops._record import data_of
-from kit.ops._registry import composite
+from kit.ops._record import data_of, dual, record
+from kit.ops._registry import composite, primitive
 from kit.ops.elementwise import eq, ne, sqrt, where
-from kit.ops.linalg import matmul
-from kit.ops.movement import astype, getitem, index_put_add, movedim, permute, reshape, unsqueeze
-from kit.ops.reductions import mean, normalize_axis, one_dim
+from kit.ops.movement import astype, getitem, index_put_add, permute, reshape, unsqueeze
+from kit.ops.reductions import all_if_none, mean, normalize_axis, one_dim
 from kit.ops.reductions import sum as sum_
 from kit.ops.sorting import sort
 
@@ -44,8 +45,22 @@ def masked_fill(x, mask, value):
     if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"kit.masked_fill: value must be a number or a 0-dim tensor, got "
                            f"shape {tuple(value.shape)}. Fix: pass value.item()")
+    if x.dtype.kind in "biu":  # the value in x's dtype, as PyTorch casts it (no float between)
+        value = _number_of(x.dtype, value.item() if isinstance(value, Tensor) else value)
     out = where(mask, value, x)
     return out if out.dtype == x.dtype else astype(out, x.dtype)
+
+
+def _number_of(dtype, value):
+    """A Python number of an integer or bool `dtype` (2.7 -> 2), or PyTorch's RuntimeError for
+    one out of its range."""
+    if dtype.kind == "b":
+        return bool(value)
+    number = int(value)
+    if not np.iinfo(dtype).min <= number <= np.iinfo(dtype).max:
+        raise RuntimeError(f"value cannot be converted to type {dtype} without overflow "
+                           f"(kit.masked_fill, as PyTorch)")
+    return number
 
 
 def _along(x, axis, i):
@@ -102,21 +117,35 @@ def require_floating(x, op):
                            f"PyTorch). Fix: x.float().{op}(...)")
 
 
-@composite("cumsum", methods=("cumsum",), torch="cumsum")
-def cumsum(x, dim, *, dtype=None):
-    """Running sums along `dim`: a matmul with an upper triangle of ones (its gradient is the
-    reversed running sum, for free)."""
+def _cumsum_rule(node, g):
+    # NOTE: the running sum from the end (reversed, summed, reversed back): the gradient of a
+    # running sum; spelt with cumsum itself, so it differentiates again under create_graph
+    axis = node.params
+    if axis is None:  # a 0-d tensor: itself
+        return (g,)
+    back = (slice(None),) * axis + (slice(None, None, -1),)
+    return (_running_sum(g[back], axis)[back],)
+
+
+@primitive("cumsum", grad=_cumsum_rule, batch="cumsum", methods=("cumsum",), torch="cumsum")
+def cumsum(x, dim, dtype=None):
+    """Running sums along `dim`, added in order as PyTorch's cumsum adds them (so an inf or a
+    NaN spreads forward only); integers and bools sum in int64."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"kit.cumsum: expected a Tensor, got {type(x).__name__}")
     if dtype is not None:
         x = astype(x, dtype)
     elif x.dtype.kind in "biu":
         x = astype(x, np.int64)
     axis = one_dim(dim, x.ndim, "cumsum")
-    if x.ndim == 0:
-        return x * 1
-    n = x.shape[axis]
-    # (x.device and x.dtype, not x's array: under vmap x is a sample of a batch)
-    upper = backend.to_device(np.triu(np.ones((n, n), dtype=x.dtype)), x.device)
-    return movedim(matmul(movedim(x, axis, -1), Tensor(upper)), -1, axis)
+    d = x._data
+    if not d.ndim:
+        return record("cumsum", _cumsum_rule, d.copy(), (x,), (), None)
+    return record("cumsum", _cumsum_rule, backend.get_array_module(d).cumsum(d, axis), (x,), (),
+                  axis)
+
+
+_running_sum = dual(cumsum, "cumsum")
 
 
 def _correction(unbiased, correction, op):
@@ -140,10 +169,11 @@ def _variance(x, dim, unbiased, keepdim, correction, op):
         raise TypeError(f"kit.{op}: unbiased must be a bool, got {unbiased!r}. Fix: "
                         f"correction=1 (or 0)")
     c = _correction(unbiased, correction, op)
-    axes = normalize_axis(dim, x.ndim, op)
-    n = _count(x, axes)
+    axes = normalize_axis(all_if_none(dim), x.ndim, op)
+    n = _count(x, axes) if x.numel() else 0
     if n - c <= 0:
-        # NOTE: PyTorch's warning and result: x / 0 is inf, 0 / 0 (one element, or none) NaN
+        # NOTE: PyTorch's warning and result: x / 0 is inf, 0 / 0 (one element, or none) NaN;
+        # an empty input always warns (PyTorch's reduction factor is then 0), whatever the dims
         warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less "
                       f"than the reduction factor (input numel divided by output numel).",
                       UserWarning, stacklevel=3)
@@ -154,8 +184,18 @@ def _variance(x, dim, unbiased, keepdim, correction, op):
 
 @composite("std", methods=("std",), torch="std")
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """sqrt(var(x, ...)): the standard deviation, with var's correction."""
-    return sqrt(_variance(x, dim, unbiased, keepdim, correction, "std"))
+    """sqrt(var(x, ...)): the standard deviation, with var's correction; its gradient is 0
+    where it is 0 (as PyTorch's), not sqrt's inf times 0."""
+    return safe_root(_variance(x, dim, unbiased, keepdim, correction, "std"), 2)
+
+
+def safe_root(s, p):
+    """s ** (1 / p), with a zero gradient (not NaN) where s is 0 (the norms and std): the root
+    is taken of a safe value there, then replaced by 0 with where, which sends no gradient to
+    the branch it discards."""
+    zero = eq(s, 0)
+    safe = where(zero, 1.0, s)
+    return where(zero, 0.0, sqrt(safe) if p == 2 else safe ** (1.0 / p))
 
 
 @composite("topk", methods=("topk",), torch="topk")
@@ -184,7 +224,9 @@ def _grid(index, dim, op):
                         f"Fix: index.long()")
     xp = backend.get_array_module(idx)
     grids = list(xp.ix_(*[xp.arange(n) for n in idx.shape])) if idx.ndim else []
-    grids[dim] = idx
+    # NOTE: a plain index Tensor goes in as itself, so the indexing node keeps it (PyTorch's
+    # gather keeps its index): an in-place change of it before backward is an error
+    grids[dim] = index if type(index) is Tensor else idx
     return tuple(grids)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kit._tensor import Tensor
-from kit.ops._record import ShapeError, cross, pair, record
+from kit.ops._record import DtypeError, ShapeError, cross, pair, record
 from kit.ops._registry import composite, primitive, reflected
 
 
@@ -59,6 +59,13 @@ def matmul(a, b):
         from kit.ops._record import check_same_device
 
         check_same_device("matmul", x, y)
+    # NOTE: after the shapes, as PyTorch checks them: no type promotion in a product, no bools
+    if x.dtype != y.dtype:
+        raise DtypeError(f"kit.matmul: expected m1 and m2 to have the same dtype, but got: "
+                         f"{x.dtype} != {y.dtype}. Fix: convert one, e.g. b.to(a.dtype)")
+    if x.dtype == bool:
+        raise NotImplementedError("\"matmul\" not implemented for 'Bool' (kit.matmul, as in "
+                                  "PyTorch). Fix: convert first, e.g. a.int() @ b.int()")
     return record("matmul", _matmul_rule, out, (a, b), (a, b), (x.ndim == 1, y.ndim == 1), cross)
 
 

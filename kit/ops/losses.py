@@ -16,7 +16,7 @@ from kit._tensor import Tensor
 from kit.ops._record import data_of, record
 
 
-def _fused_ce_rule(node, g, x, probs):
+def _fused_ce_rule(node, g, x, probs, held):
     target, reduction = node.params
     if isinstance(x, Tensor):  # create_graph: rebuild the probabilities differentiably
         from kit.ops.composite import softmax
@@ -35,7 +35,11 @@ def _fused_ce_rule(node, g, x, probs):
 
 
 def fused_cross_entropy(logits, target, reduction):
-    """Cross-entropy of logits (N, C) against class indices (N,), as one node (see above)."""
+    """Cross-entropy of logits (N, C) against class indices (N,), as one node (see above).
+
+    NOTE: a target Tensor is kept as itself, as PyTorch's NllLossBackward0 keeps the target: the
+    array in params shares its memory, so changing it in place before backward is an error."""
+    held, target = target, data_of(target)
     d = logits._data
     xp = backend.get_array_module(d)
     n = d.shape[0]
@@ -50,5 +54,6 @@ def fused_cross_entropy(logits, target, reduction):
     else:
         out = losses
     return record(
-        "cross_entropy", _fused_ce_rule, out, (logits,), (logits, exp / total), (target, reduction)
+        "cross_entropy", _fused_ce_rule, out, (logits,), (logits, exp / total, held),
+        (target, reduction)
     )

@@ -226,13 +226,49 @@ def _index_arg(index):
     return index
 
 
+def _held(index):
+    """The Tensors in an index: what getitem, index_put and index_put_add save (nothing for
+    slices and numbers, so their declarations say saves="").
+
+    NOTE: a node keeps them (as PyTorch's IndexBackward0 and IndexPutBackward0 keep their
+    indices), because the arrays in its params share their memory: an in-place change of an
+    index before backward must be an error, not a silently different gradient."""
+    if isinstance(index, Tensor):
+        return (index,)
+    held = ()
+    if isinstance(index, tuple):
+        for item in index:
+            if isinstance(item, Tensor):
+                held += (item,)
+    return held
+
+
+def _check_masks(index, shape):
+    """PyTorch's IndexError for a boolean mask whose shape is not that of the dims it indexes
+    (NumPy lets a mask of size 0 through on a dim of size 1, and gives an empty result)."""
+    dim = 0
+    for item in index if isinstance(index, tuple) else (index,):
+        if item is Ellipsis:
+            return  # (the dims after it are counted from the end: NumPy checks those)
+        if item is None or isinstance(item, bool):
+            continue
+        if getattr(getattr(item, "dtype", None), "kind", None) == "b":
+            if tuple(item.shape) != tuple(shape[dim:dim + item.ndim]):
+                raise IndexError(f"kit indexing: The shape of the mask {list(item.shape)} at "
+                                 f"index {dim} does not match the shape of the indexed tensor "
+                                 f"{list(shape)} at index {dim}")
+            dim += item.ndim
+        else:
+            dim += 1
+
+
 def _is_basic(index):
     """Slices, ints, None and Ellipsis only: each element is selected at most once."""
     items = index if isinstance(index, tuple) else (index,)
     return all(i is None or i is Ellipsis or isinstance(i, (slice, int)) for i in items)
 
 
-def _getitem_rule(node, g):
+def _getitem_rule(node, g, *held):
     shape, index = node.params
     return (index_put_add(g, index, shape),)
 
@@ -241,17 +277,24 @@ def _getitem_rule(node, g):
 def getitem(x, index):
     """x[index] with NumPy semantics; the gradient scatters back with an add."""
     d = _tensor_arg(x, "getitem")
-    index = _index_arg(index)
+    held = ()
+    if type(index) is not slice and type(index) is not int:  # (the common ones first)
+        held = _held(index)
+        index = _index_arg(index)
+        _check_masks(index, d.shape)
     try:
         out = d[index]
     except IndexError as exc:
         raise IndexError(f"kit indexing a tensor of shape {list(d.shape)}: {exc}") from None
-    if not hasattr(out, "shape"):  # NumPy gives a scalar for a full integer index
-        out = backend.get_array_module(d).asarray(out)
-    return record("getitem", _getitem_rule, out, (x,), (), (d.shape, index))
+    if type(out) is not np.ndarray and (isinstance(out, np.generic) or not hasattr(out, "shape")):
+        # NOTE: NumPy gives a scalar (a copy) for a full integer index; with `...` after it, a
+        # 0-d view, as PyTorch's x[0] (an in-place change of x shows in it, and of it in x)
+        index = (index if isinstance(index, tuple) else (index,)) + (Ellipsis,)
+        out = d[index]
+    return record("getitem", _getitem_rule, out, (x,), held, (d.shape, index))
 
 
-def _index_put_add_rule(node, g):
+def _index_put_add_rule(node, g, *held):
     _, index = node.params
     return (g[index],)
 
@@ -264,11 +307,13 @@ def index_put_add(src, index, shape):
         out = xp.zeros(shape, dtype=src.dtype)
         _scatter_add(xp, out, index, src)
         return out
+    held = _held(index)  # (only scatter_add and index_add pass Tensors in the index)
+    index = _index_arg(index)
     d = src._data
     xp = backend.get_array_module(d)
     out = xp.zeros(shape, dtype=d.dtype)
     _scatter_add(xp, out, index, d)
-    return record("index_put_add", _index_put_add_rule, out, (src,), (), (shape, index))
+    return record("index_put_add", _index_put_add_rule, out, (src,), held, (shape, index))
 
 
 def _scatter_add(xp, out, index, values):
@@ -284,7 +329,7 @@ def _scatter_add(xp, out, index, values):
         cupyx.scatter_add(out, index, values)
 
 
-def _index_put_rule(node, g):
+def _index_put_rule(node, g, *held):
     index, value_shape = node.params
     need = node.next_functions
     if isinstance(g, Tensor):
@@ -294,7 +339,8 @@ def _index_put_rule(node, g):
 
         gx = where(keep, g, 0) if need[0] else None
     else:
-        gx = g.copy() if need[0] else None
+        # (np.array, not g.copy(): a 0-d gradient summed by the engine is a NumPy scalar)
+        gx = backend.get_array_module(g).array(g) if need[0] else None
         if gx is not None:
             gx[index] = 0
     gv = g[index] if need[1] else None
@@ -305,7 +351,9 @@ def _index_put_rule(node, g):
 def index_put(x, index, value):
     """A copy of `x` with `x[index] = value` (the out-of-place form of setitem)."""
     d = _tensor_arg(x, "setitem")
+    held = _held(index)
     index = _index_arg(index)
+    _check_masks(index, d.shape)
     out = d.copy()
     v = data_of(value)
     if hasattr(v, "shape"):
@@ -315,9 +363,8 @@ def index_put(x, index, value):
     except ValueError:
         raise shape_error("setitem", out[index], v, detail="the value cannot be broadcast to "
                           "the indexed region") from None
-    return record(
-        "index_put", _index_put_rule, out, (x, value), (), (index, getattr(v, "shape", ()))
-    )
+    return record("index_put", _index_put_rule, out, (x, value), held,
+                  (index, getattr(v, "shape", ())))
 
 
 # --- joining --------------------------------------------------------------------------------
@@ -396,6 +443,12 @@ def astype(x, dtype):
     if dtype.kind not in "fc":  # NOTE: a cast to an integer or bool is not recorded (PyTorch)
         return Tensor(x._data.astype(dtype))
     return record("astype", _astype_rule, x._data.astype(dtype), (x,))
+
+
+@primitive("clone", grad=_astype_rule, batch="elementwise", methods=("clone",), torch="clone")
+def clone(x):
+    """A copy that stays in the graph (CloneBackward0, which keeps nothing, as PyTorch's)."""
+    return record("clone", _astype_rule, _tensor_arg(x, "clone").copy(), (x,))
 
 
 def _to_device_rule(node, g):

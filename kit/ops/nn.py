@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from kit import backend
+from kit._promotion import default_float
 from kit._tensor import Tensor
 from kit.ops._record import check_same_device, cross, data_of, record
 from kit.ops._registry import primitive
@@ -42,8 +43,8 @@ def erf(x):
     if not isinstance(x, Tensor):
         raise TypeError(f"kit.erf: expected a Tensor, got {type(x).__name__}")
     d = data_of(x)
-    if d.dtype.kind != "f":
-        raise TypeError(f"kit.erf: expected a floating tensor, got {d.dtype}. Fix: x.float()")
+    if d.dtype.kind != "f":  # an integer or bool input gives the default float dtype (PyTorch)
+        d = d.astype(default_float())
     if backend.device_of(d) == "cpu":
         out = np.asarray(_ERF(d), dtype=d.dtype)
     else:  # pragma: no cover - needs a GPU
@@ -53,7 +54,7 @@ def erf(x):
     return record("erf", _erf_rule, out, (x,), (x,))
 
 
-def _linear_rule(node, g, x, w):
+def _linear_rule(node, g, x=None, w=None):
     # NOTE: x is saved only if the weight needs a gradient, the weight only if x does (`cross`)
     need = node.next_functions
     gx = g @ w if need[0] else None
@@ -96,5 +97,11 @@ def linear(x, weight, bias=None):
     out = d @ w.T
     if b is not None:
         out += b
-    return record("linear", _linear_rule, out, (x, weight, bias), (x, weight), None, cross)
+    return record("linear", _linear_rule, out, (x, weight, bias), (x, weight), None, _linear_keep)
+
+
+def _linear_keep(saved, edges):
+    """`cross`, and nothing at all when only the bias needs a gradient (PyTorch's addmm keeps
+    nothing then, so a second backward works)."""
+    return cross(saved, edges) if edges[0] or edges[1] else ()
 

@@ -15,20 +15,12 @@ import math
 
 from kit.ops._registry import composite
 from kit.ops.elementwise import abs as abs_
-from kit.ops.elementwise import eq, ne, sqrt, where
-from kit.ops.extra import require_floating
-from kit.ops.movement import astype, permute, reshape
-from kit.ops.reductions import kept_shape, normalize_axis
-from kit.ops.reductions import max as max_
-from kit.ops.reductions import min as min_
+from kit.ops.elementwise import isnan, ne, where
+from kit.ops.extra import any as any_
+from kit.ops.extra import require_floating, safe_root
+from kit.ops.movement import astype, reshape
+from kit.ops.reductions import all_if_none, amax, amin, normalize_axis
 from kit.ops.reductions import sum as sum_
-
-
-def _root(s, p):
-    """s ** (1 / p), with a zero gradient (not NaN) where s is 0."""
-    zero = eq(s, 0)
-    safe = where(zero, 1.0, s)
-    return where(zero, 0.0, sqrt(safe) if p == 2 else safe ** (1.0 / p))
 
 
 def _abs_pow(x, p):
@@ -40,26 +32,42 @@ def _abs_pow(x, p):
     return where(nonzero, where(nonzero, a, 1.0) ** p, 0.0)
 
 
-def _extreme(x, axes, keepdim, extreme):
-    """max or min over several axes at once: those axes moved last and flattened into one."""
-    rest = [a for a in range(x.ndim) if a not in axes]
-    flat = reshape(permute(x, *rest, *axes), tuple(x.shape[a] for a in rest) + (-1,))
-    out = extreme(flat, -1).values
-    return reshape(out, kept_shape(x.shape, axes)) if keepdim else out
+def _extreme(x, axes, keepdim, extreme, op):
+    """amax or amin of x over `axes` (the gradient shared among ties, as PyTorch's inf norms);
+    PyTorch's RuntimeError over an empty dim (a max of nothing has no value)."""
+    for a in axes:
+        if x.shape[a] == 0:
+            raise RuntimeError(f"kit.{op} cannot compute the inf norm on the dimension {a} "
+                               f"because this dimension is empty and the operation does not "
+                               f"have an identity (as PyTorch). Fix: reduce other dims, or "
+                               f"use a finite ord")
+    return extreme(x, axes, keepdim)
 
 
-def _vector(x, p, axes, keepdim):
-    if p == math.inf:
-        return _extreme(abs_(x), axes, keepdim, max_)
-    if p == -math.inf:
-        return _extreme(abs_(x), axes, keepdim, min_)
+def _largest(x, p, axes, keepdim, op):
+    """The inf (or -inf) norm: amax (amin) of |x|.
+
+    NOTE: a slice holding a NaN is NaN, and its gradient is PyTorch's, sign(x) * mask * g with
+    the NaN elements as the mask: 0 (sign(NaN) is 0), or NaN where g is NaN; amax's would be NaN.
+    So the extreme is taken with the NaN elements set aside, and a NaN slice is 0 * sum(|x|)
+    instead (NaN, with the gradient 0 * g for each element)."""
+    a = abs_(x)
+    nan = isnan(a)
+    out = _extreme(where(nan, 0.0 if p > 0 else math.inf, a), axes, keepdim,
+                   amax if p > 0 else amin, op)
+    return where(any_(nan, axes, keepdim), sum_(a, axes, keepdim) * 0, out)
+
+
+def _vector(x, p, axes, keepdim, op):
+    if p in (math.inf, -math.inf):
+        return _largest(x, p, axes, keepdim, op)
     if p == 0:
         return sum_(astype(ne(x, 0), x.dtype), axes, keepdim)
     if p == 1:
         return sum_(abs_(x), axes, keepdim)
     if p == 2:
-        return _root(sum_(x * x, axes, keepdim), 2)
-    return _root(sum_(_abs_pow(x, p), axes, keepdim), p)
+        return safe_root(sum_(x * x, axes, keepdim), 2)
+    return safe_root(sum_(_abs_pow(x, p), axes, keepdim), p)
 
 
 def _prepared(x, dtype, op):
@@ -77,7 +85,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
         raise TypeError(f"kit.linalg.vector_norm: ord must be a number, got {ord!r}. Fix: "
                         f"ord=2 (the 'fro' norm of the flattened tensor)")
     x = _prepared(x, dtype, "linalg.vector_norm")
-    return _vector(x, ord, normalize_axis(dim, x.ndim, "linalg.vector_norm"), keepdim)
+    axes = normalize_axis(all_if_none(dim), x.ndim, "linalg.vector_norm")
+    return _vector(x, ord, axes, keepdim, "linalg.vector_norm")
 
 
 def _matrix_dims(x, dim, op):
@@ -103,7 +112,7 @@ def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
     x = _prepared(x, dtype, "linalg.matrix_norm")
     rows, columns = _matrix_dims(x, dim, "linalg.matrix_norm")
     if ord == "fro":
-        return _vector(x, 2, tuple(sorted((rows, columns))), keepdim)
+        return _vector(x, 2, tuple(sorted((rows, columns))), keepdim, "linalg.matrix_norm")
     if ord in ("nuc", 2, -2):
         raise NotImplementedError(f"kit.linalg.matrix_norm: ord={ord!r} needs singular values, "
                                   f"which kit does not compute. Fix: ord='fro', 1, -1, inf or "
@@ -113,7 +122,7 @@ def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
                            f"ord='fro', 1, -1, inf or -inf")
     summed, over = (rows, columns) if abs(ord) == 1 else (columns, rows)
     sums = sum_(abs_(x), summed, True)
-    out = _extreme(sums, (over,), True, max_ if ord > 0 else min_)
+    out = _extreme(sums, (over,), True, amax if ord > 0 else amin, "linalg.matrix_norm")
     if keepdim:
         return out
     return reshape(out, tuple(n for i, n in enumerate(x.shape) if i not in (rows, columns)))
@@ -152,4 +161,4 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
         raise NotImplementedError(f"kit.norm: p={p!r} is not implemented ('nuc' needs singular "
                                   f"values). Fix: p='fro', a number, or float('inf')")
     x = _prepared(x, dtype, "norm")
-    return _vector(x, p, normalize_axis(dim, x.ndim, "norm"), keepdim)
+    return _vector(x, p, normalize_axis(all_if_none(dim), x.ndim, "norm"), keepdim, "norm")

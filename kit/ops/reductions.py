@@ -54,6 +54,12 @@ def one_dim(dim, ndim, op):
     return axes[0] if axes else 0
 
 
+def all_if_none(dim):
+    """PyTorch's `dim=[]` (or `()`) in sum, mean, var, norm...: every dim, as dim=None (where
+    kit.sum(x, ()) reduces none, as NumPy)."""
+    return None if isinstance(dim, (list, tuple)) and not dim else dim
+
+
 def every_dim(fn):
     """PyTorch's spelling of sum, mean, amax, amin, logsumexp: `x.sum(dim, keepdim)` (or
     `axis=`, `keepdims=`), where `dim=[]` reduces every dim (kit.sum(x, ()) reduces none, as
@@ -64,11 +70,8 @@ def every_dim(fn):
     internal shape error, not a refusal); kit reduces every dim for all of them."""
 
     def method(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        if axis is not None:
-            dim = axis
-        if isinstance(dim, (list, tuple)) and not dim:
-            dim = None
-        return fn(self, dim, keepdims if keepdims is not None else keepdim)
+        return fn(self, all_if_none(dim if axis is None else axis),
+                  keepdims if keepdims is not None else keepdim)
 
     return method
 
@@ -158,18 +161,29 @@ def mean(x, axis=None, keepdims=False):
     return record("mean", _mean_rule, out, (x,), (), (x.shape, axes))
 
 
-def _extreme_rule(node, g, x):
-    # NOTE: over all elements the gradient is shared evenly among ties (as PyTorch's max());
-    # along an axis it goes to the one index returned, as PyTorch's max(dim) does. The others
-    # get exactly 0, also when g is NaN or inf (PyTorch fills, it does not multiply).
-    shape, axes, winners, op = node.params
-    if winners is None:
-        d = data_of(x)
-        best = d.max() if op == "max" else d.min()
-        # NOTE: a NaN result came from the NaN elements: they get the gradient, as in PyTorch
-        winners = backend.get_array_module(d).isnan(d) if best != best else d == best
-        return (where_(winners, expand_back(g, shape, axes) / int(winners.sum()), 0),)
-    return (where_(winners, expand_back(g, shape, axes), 0),)
+def _extreme_rule(node, g, x, y):
+    # NOTE: over all elements the gradient is shared evenly among ties (as PyTorch's max()); the
+    # others get exactly 0, also when g is NaN or inf (PyTorch fills, it does not multiply).
+    # x and the output y are kept, as PyTorch's MaxBackward1 keeps self and result.
+    shape, axes = node.params
+    d, best = data_of(x), data_of(y)
+    # NOTE: a NaN result came from the NaN elements: they get the gradient, as in PyTorch
+    winners = backend.get_array_module(d).isnan(d) if best != best else d == best
+    return (where_(winners, expand_back(g, shape, axes) / int(winners.sum()), 0),)
+
+
+def _extreme_dim_rule(node, g, indices):
+    # NOTE: along a dim the gradient goes to the one index returned, as PyTorch's max(dim),
+    # whose MaxBackward0 keeps the indices (not x): an in-place change of them is an error.
+    shape, axis, keepdims = node.params
+    if not shape:  # a 0-d tensor along dim 0: itself
+        return (g,)
+    idx = data_of(indices)
+    xp = backend.get_array_module(idx)
+    if not keepdims:
+        idx = xp.expand_dims(idx, axis)
+    positions = xp.arange(shape[axis]).reshape([-1 if a == axis else 1 for a in range(len(shape))])
+    return (where_(positions == idx, expand_back(g, shape, (axis,)), 0),)
 
 
 def _one_dim(axis, op):
@@ -201,29 +215,27 @@ def _extreme(op):
         _nonempty(d, axes, op, axis is not None)
         xp = backend.get_array_module(d)
         if axis is None:
-            out = d.max() if op == "max" else d.min()
-            return record(op, _extreme_rule, xp.asarray(out), (x,), (x,), (d.shape, axes, None, op))
+            out = xp.asarray(d.max() if op == "max" else d.min())
+            return record(op, _extreme_rule, out, (x,), (x, OUTPUT), (d.shape, axes))
         if d.ndim == 0:  # along dim 0 or -1 of a 0-d tensor: itself, at index 0 (PyTorch)
-            params = (d.shape, axes, xp.ones((), dtype=bool), op)
-            out = record(op, _extreme_rule, d.copy(), (x,), (x,), params)
-            return MaxMin(out, Tensor(xp.zeros((), dtype=np.int64)))
+            indices = Tensor(xp.zeros((), dtype=np.int64))
+            out = record(op, _extreme_dim_rule, d.copy(), (x,), (indices,), ((), 0, keepdims))
+            return MaxMin(out, indices)
         a = axes[0]
-        idx = d.argmax(axis=a) if op == "max" else d.argmin(axis=a)
-        idx_k = xp.expand_dims(idx, a)
-        values = xp.take_along_axis(d, idx_k, axis=a)
-        shape_k = [1] * d.ndim
-        shape_k[a] = d.shape[a]
-        onehot = xp.arange(d.shape[a]).reshape(shape_k) == idx_k
-        if not keepdims:
-            values = values.squeeze(a)
-        out = record(op, _extreme_rule, values, (x,), (x,), (d.shape, axes, onehot, op))
-        return MaxMin(out, Tensor(idx_k if keepdims else idx))
+        idx = d.argmax(axis=a, keepdims=keepdims) if op == "max" else d.argmin(
+            axis=a, keepdims=keepdims)
+        values = xp.take_along_axis(d, idx if keepdims else xp.expand_dims(idx, a), axis=a)
+        indices = Tensor(idx)
+        out = record(op, _extreme_dim_rule, values if keepdims else values.squeeze(a), (x,),
+                     (indices,), (d.shape, a, keepdims))
+        return MaxMin(out, indices)
 
     fn.__name__ = op
     fn.__doc__ = (
         f"{op} over all elements, or `(values, indices)` along one axis (as torch.{op}(x, dim))."
     )
-    return declare(op, fn, grad=_extreme_rule, saves="x", batch="extreme", methods=((op, dims),))
+    return declare(op, fn, grad=_extreme_rule, saves="x, output", batch="extreme",
+                   methods=((op, dims),))
 
 
 max = _extreme("max")  # noqa: A001
@@ -243,6 +255,11 @@ def _amax_rule(node, g, x, y):
 
 def _amax(op):
     def fn(x, axis=None, keepdims=False):
+        if axis is not None and isinstance(x, Tensor) and not x._data.size:
+            # NOTE: PyTorch checks each dim of an empty tensor (range, then size) before it
+            # looks for repeated dims: amax(dim=(0, 0)) of a (0, 3) tensor is an IndexError
+            for a in (axis,) if isinstance(axis, _INTS) else axis:
+                _nonempty(x._data, normalize_axis(a, x._data.ndim, op), op, True)
         axes, keepdims = _args(x, axis, keepdims, op)
         d = x._data
         _nonempty(d, axes, op, axis is not None)

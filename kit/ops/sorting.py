@@ -10,7 +10,7 @@ from kit import backend
 from kit._tensor import Tensor
 from kit.ops._record import data_of
 from kit.ops._registry import composite, primitive
-from kit.ops.movement import getitem, index_put_add
+from kit.ops.movement import getitem, index_put_add, reshape
 from kit.ops.reductions import one_dim
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
@@ -46,7 +46,8 @@ def argsort(x, axis=-1, descending=False):
 
 
 def _along(d, axis, idx):
-    """An index tuple selecting idx along `axis` (a gather, as take_along_axis)."""
+    """An index tuple selecting idx (an integer Tensor) along `axis` (a gather, as
+    take_along_axis)."""
     xp = backend.get_array_module(d)
     grids = list(xp.ix_(*[xp.arange(n) for n in idx.shape]))
     grids[axis] = idx
@@ -59,10 +60,13 @@ def sort(x, axis=-1, descending=False):
     element came from."""
     d = data_of(x)
     axis = one_dim(axis, d.ndim, "sort")
-    idx = argsort(x, axis, descending)._data
-    if d.ndim == 0:
-        return SortResult(getitem(x, ()), Tensor(idx))
-    return SortResult(getitem(x, _along(d, axis, idx)), Tensor(idx))
+    indices = argsort(x, axis, descending)
+    if d.ndim == 0:  # itself, a copy (not a view), at index 0: as the values of a 1-element sort
+        return SortResult(getitem(reshape(x, (1,)), indices), indices)
+    # NOTE: the indices Tensor itself goes into the index, so the values' node keeps it (as
+    # PyTorch's SortBackward0 keeps the indices): changing them in place before backward is an
+    # error, not a gradient sent to the wrong elements.
+    return SortResult(getitem(x, _along(d, axis, indices)), indices)
 
 
 @composite("msort", methods=("msort",), torch="msort")
@@ -85,6 +89,6 @@ def index_add(x, dim, index, source, alpha=1):
             f"kit.index_add: source has shape {tuple(data_of(source).shape)} but must have shape "
             f"{expected} (x's shape with dimension {dim} replaced by len(index))"
         )
-    where = (slice(None),) * dim + (idx,)
+    where = (slice(None),) * dim + (index if type(index) is Tensor else idx,)  # kept (_held)
     scattered = index_put_add(source if alpha == 1 else source * alpha, where, d.shape)
     return x + scattered
