@@ -120,7 +120,7 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         state = self.state
-        with no_grad():  # once for the step: update() runs the maths' raw (no_grad-free) form
+        with no_grad():  # for an update() written with Tensor ops (the built-in ones use arrays)
             for group in self.param_groups:
                 for param in group["params"]:
                     grad = param.grad
