@@ -124,6 +124,36 @@ def test_foreach_and_fused_together_is_pytorchs_error():
         with pytest.raises(TypeError, match="fused"):
             lib.optim.RMSprop([p], lr=0.1, fused=True)
 
+
+def test_a_subclass_with_update_written_in_tensor_ops_runs_under_no_grad():
+    """The base class's update_many calls a subclass's update() per parameter, under no_grad
+    (the built-in optimisers give update_many, one loop over the arrays)."""
+
+    class SignSGD(ktorch.optim.Optimizer):
+        def __init__(self, params, lr):
+            super().__init__(params, {"lr": lr})
+
+        def update(self, param, grad, state, group):
+            assert not kit.is_grad_enabled()
+            state["steps"] = state.get("steps", 0) + 1
+            param.sub_(grad.sign() * group["lr"])
+
+    p = kit.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    opt = SignSGD([p], lr=0.5)
+    for _ in range(2):
+        opt.zero_grad()
+        (p * p).sum().backward()
+        opt.step()
+    np.testing.assert_array_equal(p.detach().numpy(), [0.0, -1.0, 2.0])
+    assert opt.state[p]["steps"] == 2 and p.is_leaf
+
+    class Nothing(ktorch.optim.Optimizer):
+        pass
+
+    (p * p).sum().backward()
+    with pytest.raises(NotImplementedError, match="must define update"):
+        Nothing([p], {}).step()
+
 @needs_torch
 def test_param_groups_and_add_param_group_match_pytorch():
     def build(lib):

@@ -46,9 +46,9 @@ class SGD(Optimizer):
             **_implementation(foreach, fused),
         })
 
-    def update(self, param, grad, state, group):
-        maths.sgd_update(
-            param, grad, state, group["lr"], group["momentum"], group["dampening"],
+    def update_many(self, params, grads, states, group):
+        maths.sgd(
+            params, grads, states, group["lr"], group["momentum"], group["dampening"],
             group["weight_decay"], group["nesterov"], group["maximize"],
         )
 
@@ -71,9 +71,9 @@ class Adam(Optimizer):
             "amsgrad": amsgrad, "maximize": maximize, **_implementation(foreach, fused),
         })
 
-    def update(self, param, grad, state, group):
-        maths.adam_update(
-            param, grad, state, group["lr"], group["betas"], group["eps"],
+    def update_many(self, params, grads, states, group):
+        maths.adam(
+            params, grads, states, group["lr"], group["betas"], group["eps"],
             group["weight_decay"], group["amsgrad"], group["maximize"], self.decoupled,
         )
 
@@ -105,8 +105,8 @@ class RMSprop(Optimizer):
             "foreach": foreach,
         })
 
-    def update(self, param, grad, state, group):
-        maths.rmsprop_update(
-            param, grad, state, group["lr"], group["alpha"], group["eps"],
+    def update_many(self, params, grads, states, group):
+        maths.rmsprop(
+            params, grads, states, group["lr"], group["alpha"], group["eps"],
             group["weight_decay"], group["momentum"], group["centered"], group["maximize"],
         )
