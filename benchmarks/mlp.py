@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import kit
+from kit.optim import SGD
 
 LR = 0.05
 
@@ -61,7 +62,9 @@ def numpy_step_fn(x, y, params):
 
 def kit_step_fn(x, y, params, compiled=False):
     """One kit step: forward, loss.backward(), SGD under no_grad, grads set to None. With
-    `compiled`, the forward and the loss are one function compiled by kit.compile."""
+    `compiled`, the forward and the loss are one function compiled by kit.compile, and the
+    update is kit.optim.SGD's step (as a PyTorch user writes a compiled training step: the
+    optimiser runs on arrays, kit/optim/maths.py), then zero_grad()."""
     xt, yt = kit.tensor(x), kit.tensor(y)
     ps = [(kit.tensor(w, requires_grad=True), kit.tensor(b, requires_grad=True))
           for w, b in params]
@@ -74,10 +77,20 @@ def kit_step_fn(x, y, params, compiled=False):
                 h = kit.relu(h)
         return kit.cross_entropy(h, labels)
 
-    loss_of = kit.compile(forward) if compiled else forward
+    if compiled:
+        loss_of, opt = kit.compile(forward), SGD(flat, lr=LR)
+
+        def step():
+            loss = loss_of(xt, yt)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss.item(), [p.data for p in flat]
+
+        return step
 
     def step():
-        loss = loss_of(xt, yt)
+        loss = forward(xt, yt)
         loss.backward()
         with kit.no_grad():
             for p in flat:

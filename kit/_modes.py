@@ -72,14 +72,9 @@ def install(name, hook):
     setattr(_Switches, name, staticmethod(hook))
 
 
-def _set(name, value):
-    """Set this thread's switch."""
-    setattr(_THREAD, name, value)
-
-
 def set_switch(name, value):
     """Set this thread's switch outside any block (PyTorch's plain `set_grad_enabled` call)."""
-    _set(name, value)
+    setattr(_THREAD, name, value)
 
 
 def switch(name):
@@ -119,7 +114,7 @@ def enter(mode):
     saved = {}
     for name, value in mode.switches(thread).items():
         saved[name] = getattr(thread, name)
-        _set(name, value)
+        setattr(thread, name, value)
     entries = thread.entries
     if entries is None:
         entries = thread.entries = []
@@ -137,8 +132,9 @@ def leave(mode):
         index -= 1
     if index < 0:
         raise RuntimeError(f"{type(mode).__name__} left without being entered")
+    thread = _THREAD
     for name, value in entries.pop(index)[1].items():
-        _set(name, value)
+        setattr(thread, name, value)
 
 
 def active(kind):

@@ -388,6 +388,10 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     returned in a list instead and no `.grad` is touched (this is `kit.grad`).
     """
     differentiable = create_graph
+    if capture is None and len(roots) == 1 and _onto_leaves(roots[0][0]) and not (
+            STATE.anomaly or STATE.profiler):
+        _one_step(roots[0], root_grads[0], retain_graph, differentiable)
+        return None
     deps = _collect({node for node, _ in roots})
     buffers = {}
     for (node, index), g in zip(roots, root_grads, strict=True):
@@ -405,7 +409,9 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     watch = _watcher(anomaly and STATE.check_nan, STATE.profiler)
     mode = enter(BackwardTask(differentiable, capture is not None))
     # NOTE: as in PyTorch, inf/nan in gradients propagate silently; detect_anomaly finds them.
-    errors = np.seterr(all="ignore")
+    # (an errstate block costs half of seterr and seterr back)
+    quiet = np.errstate(all="ignore")
+    quiet.__enter__()
     pop_ready, push_ready = ready.pop, ready.append
     pop_buffer, get_buffer = buffers.pop, buffers.get
     try:
@@ -413,6 +419,10 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
             node = pop_ready()
             grads = pop_buffer(node, None)
             is_leaf = type(node) is AccumulateGrad
+            if is_leaf and capture is None:
+                if grads is not None:
+                    _deliver(node, grads, differentiable, owned)
+                continue
             if grads is not None:
                 leaf = node.variable if is_leaf else None
                 if is_leaf and leaf is None:
@@ -427,8 +437,6 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
                         if slot is not None and g is not None:
                             captured[slot] = g
                 if is_leaf:
-                    if capture is None and grads[0] is not None:
-                        _accumulate(leaf, grads[0], differentiable, owned)
                     continue
             if is_leaf:
                 continue
@@ -477,10 +485,62 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
         raise
     finally:
         leave(mode)
-        np.seterr(**errors)
+        quiet.__exit__(None, None, None)
     if captured is None:
         return None
     return [g if g is None or isinstance(g, Tensor) else Tensor(g) for g in captured]
+
+
+def _onto_leaves(node):
+    """True for a node whose inputs are all leaves (or need no gradient): a compiled function's
+    one node, an op on parameters. Its backward is one step (_one_step), no graph walk."""
+    if type(node) is AccumulateGrad or node.pre_hooks:
+        return False
+    for edge in node.next_functions:
+        if edge and type(edge[0]) is not AccumulateGrad:
+            return False
+    return True
+
+
+def _one_step(root, g, retain_graph, differentiable):
+    """run_backward for a graph of one node onto leaves: what the walk does, without counting
+    dependencies or buffering (gradients reaching one leaf twice are summed first, as there)."""
+    node, index = root
+    grads = [None] * len(node.output_meta)
+    grads[index] = g
+    owned = set() if differentiable else {id(g.base if g.base is not None else g)}
+    mode = enter(BackwardTask(differentiable, False))
+    quiet = np.errstate(all="ignore")
+    quiet.__enter__()
+    try:
+        in_grads = node.apply(grads, differentiable)
+        if not retain_graph:
+            node.release()
+        found = {}
+        for k, (edge, g) in enumerate(zip(node.next_functions, in_grads, strict=False)):
+            if edge and g is not None:
+                leaf = edge[0]
+                meta = leaf.output_meta[0]
+                if g.shape != meta[0] or (g.dtype is not meta[1] and g.dtype != meta[1]):
+                    g = _fit(node, k, g, meta, differentiable)
+                have = found.get(leaf)
+                found[leaf] = g if have is None else have + g
+        for leaf, g in found.items():
+            _deliver(leaf, [g], differentiable, owned)
+    finally:
+        leave(mode)
+        quiet.__exit__(None, None, None)
+
+
+def _deliver(node, grads, differentiable, owned):
+    """A leaf's AccumulateGrad receives `grads`: its hooks run, then `.grad` accumulates."""
+    leaf = node._variable()
+    if leaf is None:
+        return  # the leaf is gone: nobody can read its .grad any more
+    if leaf._hooks:
+        grads = _run_hooks(node, leaf._hooks, grads, differentiable, owned)
+    if grads[0] is not None:
+        _accumulate(leaf, grads[0], differentiable, owned)
 
 
 def node_vjp(node, grads):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import kit
+import kit.optim
 from kit.compiler import CompileError, config
 
 
@@ -241,3 +242,23 @@ def test_a_value_read_after_a_fused_kernel_is_guarded_on_what_eager_code_compute
         for _ in range(2):  # traced, then replayed
             np.testing.assert_allclose(compiled(x, w).numpy(), f(x, w).numpy(), rtol=1e-6)
     assert compiled.size() == 2 and not compiled.explain()["eager"]  # a graph per value read
+def test_an_optimizer_step_inside_runs_eagerly_and_updates_on_every_call():
+    """kit.optim updates parameters on their arrays (kit/optim/maths.py), below the ops a trace
+    records: a replay would skip the update, so the function runs eagerly."""
+    w = kit.tensor([1.0, 2.0], requires_grad=True)
+    opt = kit.optim.SGD([w], lr=0.5)
+
+    def step(g):
+        w.grad = g
+        opt.step()  # the break
+        return w * 1
+
+    compiled = kit.compile(step)
+    g = kit.tensor([1.0, -1.0])
+    for want in ([0.5, 2.5], [0.0, 3.0], [-0.5, 3.5]):
+        np.testing.assert_array_equal(compiled(g).detach().numpy(), want)
+    info = compiled.explain()
+    assert info["eager"] and info["breaks"][0]["what"] == "inplace"
+    assert info["breaks"][0]["line"] == _break_line(step)
+    with pytest.raises(CompileError, match="graph break \\(inplace\\)"):
+        kit.compile(step, fullgraph=True)(g)

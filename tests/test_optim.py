@@ -75,6 +75,85 @@ def test_updates_happen_in_place(name, kwargs):
     assert p.requires_grad
 
 
+
+@pytest.mark.parametrize("name, kwargs", CONFIGS, ids=[f"{n}-{i}" for i, (n, _) in
+                                                       enumerate(CONFIGS)])
+def test_a_step_writes_into_the_arrays_and_bumps_each_version_once(name, kwargs):
+    """The maths runs on the arrays (kit/optim/maths.py): the parameter and every state tensor
+    keep their memory, each version goes up by one per step, so a graph that saved the
+    parameter before the step refuses to go backward after it, as in PyTorch."""
+    p = kit.tensor([1.0, -2.0], requires_grad=True)
+    opt = getattr(ktorch.optim, name)([p], **kwargs)
+    (p * p).sum().backward()
+    opt.step()
+    state = {key: (t, t._data, t._version) for key, t in opt.state[p].items()}
+    array, version = p._data, p._version
+    kept = (p * p).sum()
+    opt.step()
+    assert p._data is array and p._version == version + 1
+    for key, (t, data, before) in state.items():
+        assert opt.state[p][key] is t and t._data is data and t._version == before + 1, key
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        kept.backward()
+
+
+@needs_torch
+@pytest.mark.parametrize("name, kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "foreach": True}),
+    ("SGD", {"lr": 0.1, "fused": True}),
+    ("Adam", {"lr": 0.01, "amsgrad": True, "foreach": True}),
+    ("AdamW", {"lr": 0.01, "fused": True}),
+    ("RMSprop", {"lr": 0.01, "momentum": 0.5, "centered": True, "foreach": True}),
+])
+def test_foreach_and_fused_give_pytorchs_numbers_and_stay_in_the_groups(name, kwargs):
+    w, b, opt = run(ktorch, name, kwargs)
+    w_ref, b_ref, ref = run(torch, name, kwargs)
+    np.testing.assert_allclose(w, w_ref, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(b, b_ref, rtol=2e-6, atol=2e-6)
+    for key in ("foreach", "fused"):
+        assert opt.param_groups[0].get(key, "-") == ref.param_groups[0].get(key, "-"), key
+
+
+@needs_torch
+def test_foreach_and_fused_together_is_pytorchs_error():
+    for lib in (ktorch, torch):
+        p = lib.tensor([1.0], requires_grad=True)
+        for name in ("SGD", "Adam", "AdamW"):
+            with pytest.raises(RuntimeError, match="cannot be `True` together"):
+                getattr(lib.optim, name)([p], lr=0.1, foreach=True, fused=True)
+        with pytest.raises(TypeError, match="fused"):
+            lib.optim.RMSprop([p], lr=0.1, fused=True)
+
+
+def test_a_subclass_with_update_written_in_tensor_ops_runs_under_no_grad():
+    """The base class's update_many calls a subclass's update() per parameter, under no_grad
+    (the built-in optimisers give update_many, one loop over the arrays)."""
+
+    class SignSGD(ktorch.optim.Optimizer):
+        def __init__(self, params, lr):
+            super().__init__(params, {"lr": lr})
+
+        def update(self, param, grad, state, group):
+            assert not kit.is_grad_enabled()
+            state["steps"] = state.get("steps", 0) + 1
+            param.sub_(grad.sign() * group["lr"])
+
+    p = kit.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    opt = SignSGD([p], lr=0.5)
+    for _ in range(2):
+        opt.zero_grad()
+        (p * p).sum().backward()
+        opt.step()
+    np.testing.assert_array_equal(p.detach().numpy(), [0.0, -1.0, 2.0])
+    assert opt.state[p]["steps"] == 2 and p.is_leaf
+
+    class Nothing(ktorch.optim.Optimizer):
+        pass
+
+    (p * p).sum().backward()
+    with pytest.raises(NotImplementedError, match="must define update"):
+        Nothing([p], {}).step()
+
 @needs_torch
 def test_param_groups_and_add_param_group_match_pytorch():
     def build(lib):

@@ -14,7 +14,7 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
-from kit.compiler.graph import OUT, Ref, RuleNode, _walk
+from kit.compiler.graph import OUT, Kept, Ref, RuleNode, _walk
 from kit.compiler.guards import same_value
 from kit.engine import _fit
 from kit.grad_mode import enable_grad
@@ -102,11 +102,13 @@ class Writer:
                 lines.append(f"    if not SAME({fn}(v{step.args[0].slot}), "
                              f"{self.constant(step.guard)}): raise FAIL({i})")
                 continue
-            if step.expr is not None:
+            if step.expr is not None or step.array is not None:
                 xp = self.constant(np if graph.slots[step.outs[0]].device == "cpu" else
                                    backend.require_gpu("a compiled GPU function"))
-                lines.append(f"    {outs[0]} = {self.constant(step.expr)}({xp}, "
-                             f"{self.call_args(step, lambda s: f'v{s}')})")
+                call = (f"{self.constant(step.expr or step.array)}({xp}, "
+                        f"{self.call_args(step, lambda s: f'v{s}')})")
+                lines.append(f"    {outs[0]} = {call}" if step.expr is not None else
+                             f"    {outs[0]}, k{i} = {call}")
             elif step.kind == "island":
                 flags = iter(step.need)
                 leaves = []
@@ -135,6 +137,11 @@ class Writer:
                 for r in step.saved:
                     if isinstance(r, Ref) or r is OUT:
                         keep(f"v{r.slot}" if isinstance(r, Ref) else outs[step.out_index])
+                    elif isinstance(r, Kept):
+                        keep(f"k{i}")
+                for r in _walk(step.params):
+                    if isinstance(r, Ref):
+                        keep(f"v{r.slot}")
         results = [f"v{r.slot}" if isinstance(r, Ref) else "None" for r in graph.outputs]
         lines.append(f"    return ({''.join(r + ', ' for r in results)}), "
                      f"({''.join(s + ', ' for s in saved)})")
@@ -198,8 +205,13 @@ class Writer:
         out = step.outs[step.out_index]
         node = self.constant(RuleNode(step))
         saved = ", ".join(f"v{r.slot}" if isinstance(r, Ref) else (
-            f"v{out}" if r is OUT else self.render(r, None)) for r in step.saved)
+            f"v{out}" if r is OUT else f"k{i}[{r.index}]" if isinstance(r, Kept) else
+            self.render(r, None)) for r in step.saved)
         lines.append(f"    if g{out} is not None:")
+        if step.node_params():  # the rule reads this call's values from its node's params
+            lines.append(f"        _n = {node}.with_params("
+                         f"{self.render(step.params, lambda s: f'v{s}')})")
+            node = "_n"
         lines.append(f"        _r = {self.constant(step.rule)}({node}, g{out}"
                      f"{', ' + saved if saved else ''})")
         for index, target in enumerate(step.grads_to):

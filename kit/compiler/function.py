@@ -69,7 +69,7 @@ class CompiledFunction:
             # a transform), or inside another compiled function's trace (which then records
             # these ops itself): plain Python
             return self.fn(*args, **kwargs)
-        if not kwargs and all(type(a) is Tensor for a in args):
+        if not kwargs and _tensors_only(args):
             leaves = tensors = list(args)  # the common call: tensors only, by position
             structure = len(args)
         else:
@@ -198,6 +198,13 @@ def compile(fn=None, *, fullgraph=False, dynamic=None, cache_size_limit=None,  #
     if not callable(fn):
         raise TypeError(f"kit.compile: expected a function or a module, got {type(fn).__name__}")
     return CompiledFunction(fn, fullgraph, cache_size_limit, fuse)
+
+
+def _tensors_only(args):
+    for a in args:
+        if type(a) is not Tensor:
+            return False
+    return True
 
 
 def _flatten(tree):

@@ -43,6 +43,19 @@ class Ref:
 OUT = "output"  # in Step.saved: the step's own output (a rule saving "output")
 
 
+class Kept:
+    """In Step.saved: value `index` of what the op's array form kept (a value the op made
+    itself, as cross_entropy's probabilities), made again on every call."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+    def __repr__(self):
+        return f"Kept({self.index})"
+
+
 @dataclass
 class Slot:
     """One value: where it comes from ("input", "captured", "value") and its metadata."""
@@ -67,10 +80,11 @@ class Step:
     outs: tuple  # slots written
     where: tuple  # (file, line, function, source text) of the user's line
     expr: object = None  # the registry's elementwise form, when it reproduces this call
+    array: object = None  # the registry's array form (an op that is not elementwise), likewise
     rule: object = None  # gradient rule (op steps recorded for backward)
-    params: object = None
+    params: object = None  # the rule's node.params, with a Ref where it holds a value's array
     need: tuple = ()  # per rule output: does that input want a gradient
-    saved: tuple = ()  # per saved value: Ref, OUT or a constant
+    saved: tuple = ()  # per saved value: Ref, OUT, Kept or a constant
     grads_to: tuple = ()  # per rule output: the slot its gradient goes to, or None
     out_index: int = 0  # which output the rule differentiates
     guard: object = None  # a guard's expected value
@@ -82,10 +96,17 @@ class Step:
         return self.rule is not None or (self.kind == "island" and any(self.need))
 
     def refs(self):
-        """The slots this step reads (arguments; for a rule, also what it saved)."""
+        """The slots this step reads (arguments; for a rule, also what it saved and the values
+        its params hold)."""
         found = [r.slot for r in _walk((self.args, self.kwargs)) if isinstance(r, Ref)]
         found += [r.slot for r in self.saved if isinstance(r, Ref)]
+        found += [r.slot for r in _walk(self.params) if isinstance(r, Ref)]
         return found
+
+    def node_params(self):
+        """True when the rule's params hold values of the call (a Ref): each call's backward
+        then gives the rule a node of its own (RuleNode.with_params)."""
+        return any(isinstance(r, Ref) for r in _walk(self.params))
 
 
 @dataclass
@@ -189,6 +210,12 @@ class RuleNode:
         self.next_functions = tuple((None, 0) if n else NO_EDGE for n in step.need)
         self.params = step.params
         self._op = step.name
+
+    def with_params(self, params):
+        """This node with `params` (a call's own, where they hold its values)."""
+        node = RuleNode.__new__(RuleNode)
+        node.next_functions, node.params, node._op = self.next_functions, params, self._op
+        return node
 
     @property
     def op(self):

@@ -55,8 +55,8 @@ class Program:
         self.forward, self.saved_slots = writer.forward()
         self.backward = writer.backward() if self.grad else None
         self.source = writer.sources
-        self.generic = any(s.kind != "guard" and s.expr is None and s.group is None
-                           for s in graph.steps)
+        self.generic = any(s.kind != "guard" and s.expr is None and s.array is None and
+                           s.group is None for s in graph.steps)
         self.random = [s.outs[0] for s in graph.steps if s.kind == "random"]
         # the outputs the CompiledNode differentiates, and the inputs and outputs whose values
         # its backward reads (checked for in-place changes, as saved tensors are)
@@ -65,6 +65,13 @@ class Program:
         read = set(self.saved_slots)
         self.checked_inputs = [k for k, s in enumerate(self.input_slots) if s in read]
         self.checked_outputs = [k for s, k in self.grad_outputs if s in read]
+        # worked out once, for every call: which inputs the node has an edge to, its outputs'
+        # metadata, and what each output of the function is (see _outputs)
+        self.wants = [graph.slots[s].requires_grad for s in self.input_slots]
+        self.meta = tuple((graph.slots[s].shape, graph.slots[s].dtype)
+                          for s, _ in self.grad_outputs)
+        self.plan = _outputs(graph, self.input_slots, dict(self.grad_outputs))
+        self.checked_output_slots = [self.grad_outputs[k][0] for k in self.checked_outputs]
 
     def call(self, tensors):
         """Run on `tensors` (inputs then captured); the function's outputs, as it returns them."""
@@ -76,28 +83,31 @@ class Program:
                 outs, saved = self.forward(*arrays)
         else:
             outs, saved = self.forward(*arrays)
-        graph = self.graph
         node = None
         if self.grad and STATE.enabled and self.grad_outputs:
             node = self._node(tensors, saved)
-        made = {slot: t for slot, t in zip(self.input_slots, tensors, strict=True)}
         values = []
-        for r, array in zip(graph.outputs, outs, strict=True):
-            if not isinstance(r, Ref):
-                values.append(r)
-                continue
-            t = made.get(r.slot)
-            if t is None:
-                index = dict(self.grad_outputs).get(r.slot) if node is not None else None
-                t = Tensor(array) if index is None else Tensor._from_node(array, node, index)
+        made = {}  # slot -> Tensor: a value returned twice is one Tensor
+        for position, (kind, slot, k) in enumerate(self.plan):
+            if kind == "constant":
+                values.append(k)
+            elif kind == "input":
+                values.append(tensors[k])
+            elif kind == "same":
+                values.append(made[slot])
+            else:
+                array = outs[position]
+                t = Tensor(array) if node is None or k is None else \
+                    Tensor._from_node(array, node, k)
                 if array.base is not None:
                     _views.mark(t, tensors, node is not None)
-                made[r.slot] = t
-            values.append(t)
-        if node is not None:
-            slots = [s for s, _ in self.grad_outputs]
-            node.out_vc = tuple(version_counter(made[slots[k]]) for k in self.checked_outputs)
-        return graph.rebuild(values)
+                made[slot] = t
+                values.append(t)
+        if node is not None and self.checked_outputs:
+            node.out_vc = tuple(version_counter(
+                made[slot] if slot in made else tensors[self.input_slots.index(slot)])
+                for slot in self.checked_output_slots)
+        return self.graph.rebuild(values)
 
     def _profiled(self, recorder, arrays):
         """The forward as one profiler event, "CompiledFunction" as PyTorch names it; the fused
@@ -117,16 +127,14 @@ class Program:
 
     def _node(self, tensors, saved):
         edges = []
-        for slot, t in zip(self.input_slots, tensors, strict=True):
-            if self.graph.slots[slot].requires_grad:
+        for want, t in zip(self.wants, tensors, strict=True):
+            if want:
                 if t._base is not None:
                     _views.refresh(t)
                 edges.append(t._edge or t._leaf_edge())
             else:
                 edges.append(NO_EDGE)
-        meta = tuple((self.graph.slots[s].shape, self.graph.slots[s].dtype)
-                     for s, _ in self.grad_outputs)
-        return CompiledNode(self, tuple(edges), saved, tensors, meta)
+        return CompiledNode(self, tuple(edges), saved, tensors, self.meta)
 
     def differentiable_backward(self, node, grads):
         """create_graph=True: the graph run again on Tensors, differentiated by the engine."""
@@ -145,6 +153,25 @@ class Program:
         found = iter(grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
                           create_graph=True, allow_unused=True))
         return [next(found) if e else None for e in node.next_functions]
+
+
+def _outputs(graph, input_slots, grad_index):
+    """Per output of the function, (what, slot, k): what a call returns there, a "constant"
+    (k), an "input" (its position k among the call's tensors), the "same" Tensor as an earlier
+    output of that slot, or a Tensor "made" of the forward's array (k: the index of the node's
+    output it is, None if it is not differentiable)."""
+    plan, seen = [], set()
+    for r in graph.outputs:
+        if not isinstance(r, Ref):
+            plan.append(("constant", None, r))
+        elif r.slot in input_slots:
+            plan.append(("input", r.slot, input_slots.index(r.slot)))
+        elif r.slot in seen:
+            plan.append(("same", r.slot, None))
+        else:
+            seen.add(r.slot)
+            plan.append(("made", r.slot, grad_index.get(r.slot)))
+    return plan
 
 
 def _reader_positions(graph):
@@ -170,7 +197,7 @@ class CompiledNode(Node):
         super().__init__("compiled_function", None, edges, saved, (), None, meta)
         self.program = program
         self.tensors = tensors
-        self.in_versions = tuple(t._vc[0] for t in tensors)
+        self.in_versions = [t._vc[0] for t in tensors]
         self.out_vc = ()
 
     def name(self):

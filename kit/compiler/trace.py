@@ -24,7 +24,7 @@ from kit import _views, backend
 from kit._modes import _THREAD, Mode, _Switches, leave
 from kit._tensor import Tensor, bump_version
 from kit.compiler.functions import elementwise_form
-from kit.compiler.graph import OUT, Break, Graph, Ref, Slot, Step, _walk, substitute
+from kit.compiler.graph import OUT, Break, Graph, Kept, Ref, Slot, Step, _walk, substitute
 from kit.compiler.guards import CompileError, user_line
 from kit.compiler.rng import Watched
 from kit.engine import Node, SavedOutput
@@ -92,6 +92,7 @@ class Tracer:
         self.graph = Graph(name)
         self.fullgraph = fullgraph
         self.tensors = []  # per slot, the tensor seen at trace time (kept alive: ids stay valid)
+        self.aliases = []  # other Tensors of a slot's array (detach, .data), kept alive likewise
         self.by_id, self.by_array, self.by_edge = {}, {}, {}
         self.saved_slots = set()  # slots some recorded step keeps for backward
         self.outer = None
@@ -241,38 +242,43 @@ class Tracer:
         if kind == "island":
             self._island(step)
         elif kind == "op":
-            self._differentiate(step, outs)
-            self._expression(step, out)
+            kept = self._expression(step, out)
+            self._differentiate(step, outs, kept)
         self.graph.steps.append(step)
 
     def _island(self, step):
         """A call replayed through the engine: which of its tensor arguments want a gradient."""
         step.kind = "island"
+        step.expr = step.array = None
         step.need = tuple(self.graph.slots[r.slot].requires_grad
                           for r in _walk((step.args, step.kwargs)) if isinstance(r, Ref))
         self.saved_slots.update(step.refs())
 
-    def _differentiate(self, step, outs):
+    def _differentiate(self, step, outs, kept):
         """Fill in the gradient rule from the node the op recorded (an op built on another, as
         transpose on permute, records that one's node: its rule serves), or make the step an
         island when the node keeps something only this run had (an index computed inside the
-        op) or sends gradients to nodes made inside the op."""
+        op, unless the op's array form makes it again: `kept`) or sends gradients to nodes made
+        inside the op."""
         nodes = [(i, t._grad_fn) for i, t in enumerate(outs) if t._grad_fn is not None]
         if not nodes:
             return
         index, node = nodes[0]
         grads_to = tuple(self.by_edge.get(e) if e else None for e in node.next_functions)
-        saved = tuple(self._saved_ref(v, step) for v in node.saved)
+        saved = _made_again(tuple(self._saved_ref(v, step) for v in node.saved), node.saved,
+                            kept)
+        params = self._template_arrays(node.params)
         if (len(nodes) > 1 or node.kind != "builtin" or type(node).apply is not Node.apply
                 or node.rule is None or
                 any(e and s is None for e, s in zip(node.next_functions, grads_to, strict=True))
-                or any(v is _UNKNOWN for v in saved) or self._reads_trace(node.params)):
+                or saved is None or params is _UNKNOWN):
             self._island(step)
             return
-        step.rule, step.params, step.out_index = node.rule, node.params, index
+        step.rule, step.params, step.out_index = node.rule, params, index
         step.need = tuple(bool(e) for e in node.next_functions)
         step.saved, step.grads_to = saved, grads_to
         self.saved_slots.update(r.slot for r in saved if isinstance(r, Ref))
+        self.saved_slots.update(r.slot for r in _walk(params) if isinstance(r, Ref))
         if any(v is OUT for v in saved):  # a rule that reads the op's output (exp, tanh...)
             self.saved_slots.add(step.outs[index])
 
@@ -296,32 +302,59 @@ class Tracer:
             return _UNKNOWN
         return v
 
-    def _reads_trace(self, params):
-        return any(isinstance(v, Tensor) or id(v) in self.by_array for v in _walk(params))
+    def _template_arrays(self, params):
+        """A node's params with each array of a traced value as a Ref to its slot (a call's
+        own value: cross_entropy's class indices); _UNKNOWN if they hold any other Tensor or
+        array the trace knows (one made from a traced value inside the op)."""
+        if isinstance(params, Tensor):
+            return _UNKNOWN
+        if isinstance(params, (tuple, list)):
+            found = [self._template_arrays(v) for v in params]
+            return _UNKNOWN if any(v is _UNKNOWN for v in found) else type(params)(found)
+        slot = self.by_array.get(id(params)) if hasattr(params, "shape") else None
+        if slot is not None:
+            return Ref(slot) if self.tensors[slot]._data is params else _UNKNOWN
+        if isinstance(params, dict) and any(isinstance(v, Tensor) or id(v) in self.by_array
+                                            for v in _walk(params)):
+            return _UNKNOWN
+        return params
 
     def _expression(self, step, out):
-        """Use the registry's elementwise form when it gives exactly this call's result: one
-        dtype throughout (no promotion), same device."""
+        """Use the registry's elementwise form (`expr`) when it gives exactly this call's
+        result: one dtype throughout (no promotion), same device; or its array form (`array`,
+        an op that is not elementwise), floating arguments of one dtype. Returns what the array
+        form kept (None without one)."""
         op = OPS.get(step.name)
-        if op is None or op.expr is None or not isinstance(out, Tensor):
-            return
+        form = op and (op.expr or op.array)
+        if form is None or not isinstance(out, Tensor):
+            return None
         arrays = substitute(step.args, lambda s: self.tensors[s]._data)
-        dtypes = {a.dtype for a in arrays if hasattr(a, "dtype") and a.dtype.kind != "b"}
-        devices = {backend.device_of(a) for a in arrays if hasattr(a, "dtype")}
+        typed = [a for a in arrays if hasattr(a, "dtype")]
+        dtypes = {a.dtype for a in typed if a.dtype.kind != "b" and (
+            op.expr is not None or a.dtype.kind == "f")}
+        devices = {backend.device_of(a) for a in typed}
         floating = out.dtype.kind == "f" or all(d.kind == "f" for d in dtypes)
-        if len(dtypes) > 1 or len(devices) != 1 or not floating or any(
+        if len(dtypes) > 1 or len(devices) != 1 or not floating or op.expr is not None and any(
                 not hasattr(a, "dtype") and a is not None and type(a) not in (int, float)
                 for a in arrays):
-            return
+            return None
         xp = backend.get_array_module(out._data)
         try:
             with np.errstate(all="ignore"):
-                value = op.expr(xp, *arrays)
+                value = form(xp, *arrays)
         except (TypeError, ValueError):
-            return
+            return None
+        kept = ()
+        if op.expr is None:
+            value, kept = value
         if value.dtype == out.dtype and value.shape == out.shape and bool(
                 xp.array_equal(value, out._data, equal_nan=out.dtype.kind == "f")):
-            step.expr = op.expr
+            if op.expr is not None:
+                step.expr = form
+            else:
+                step.array = form
+            return kept
+        return None
 
     # --- slots ---------------------------------------------------------------------------------
     def _register(self, t, kind):
@@ -345,7 +378,7 @@ class Tracer:
         slot = self.by_array.get(id(t._data))
         if slot is not None:  # the same array in another Tensor (detach, .data): that value
             self.by_id[id(t)] = slot
-            self.tensors.append(t)  # kept alive, so its id stays its own
+            self.aliases.append(t)  # kept alive, so its id stays its own
             return slot
         if t._grad_fn is not None and self._derived(t):
             self.unsplittable("untraced", user_line())
@@ -381,10 +414,33 @@ class Tracer:
         """True if another tensor of the trace shares `t`'s memory (a view of it)."""
         owner = _views._owner(t._data)
         return any(other is not t and other._data is not t._data and
-                   _views._owner(other._data) is owner for other in self.tensors)
+                   _views._owner(other._data) is owner for other in self.tensors + self.aliases)
 
 
 _UNKNOWN = object()  # a saved value that is no slot and no constant of the call
+
+
+def _made_again(saved, values, kept):
+    """`saved` (a node's saved values as Refs, OUT, constants or _UNKNOWN) with each _UNKNOWN
+    replaced by a Kept marker, where the op's array form made those values again (`kept`,
+    equal ones, in the same order); None if some value stays unknown."""
+    unknown = [v for v, r in zip(values, saved, strict=True) if r is _UNKNOWN]
+    if not unknown:
+        return saved
+    if kept is None or len(kept) != len(unknown) or not all(
+            _equal(a, b) for a, b in zip(kept, unknown, strict=True)):
+        return None
+    order = iter(range(len(kept)))
+    return tuple(Kept(next(order)) if r is _UNKNOWN else r for r in saved)
+
+
+def _equal(a, b):
+    a, b = (v._data if isinstance(v, Tensor) else v for v in (a, b))
+    if not (hasattr(a, "shape") and hasattr(b, "shape")) or a.shape != b.shape or \
+            a.dtype != b.dtype or type(a) is not type(b):
+        return False
+    xp = backend.get_array_module(a)
+    return bool(xp.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 
 
 def _batched(args):

@@ -335,12 +335,12 @@ class Module(ModuleHooks):
 
 def zero_grad(param, set_to_none=True):
     """Reset one tensor's `.grad`: to None, or to zeros in place (detached from any graph)."""
-    if param.grad is None:
+    grad = param._grad  # NOTE: a parameter's (a leaf's): the property's warning cannot apply
+    if grad is None:
         return
     if set_to_none:
-        param.grad = None
+        param._grad = None
     else:
-        grad = param.grad
         if grad.grad_fn is not None:
             grad.detach_()
         else:

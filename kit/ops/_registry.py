@@ -21,7 +21,11 @@ A declaration says everything about an op (PyTorch's OpInfo, HIPS autograd's def
 - `expr`: for an elementwise primitive, its forward as `expr(xp, *args)` on its positional
   arguments once they share one dtype (the array computation, written so that it also runs on
   kit.compiler's symbolic values: operators, `xp.<ufunc>`, `xp.where`); kit.compile runs it on
-  arrays and fuses chains of such ops into one kernel (kit/compiler/expr.py).
+  arrays and fuses chains of such ops into one kernel (kit/compiler/expr.py);
+- `array`: for a primitive that is not elementwise, its forward on arrays as kit.compile replays
+  it, `array(xp, *args) -> (output, kept)`: `kept` holds what the node saves that the op made
+  itself (cross_entropy's probabilities), in the order saved; `()` for most ops. It must check
+  what depends on values (an out-of-range class index), as the primitive does.
 
 `primitive` gives the forward the one line where a primitive meets vmap, a first statement
 `if VMAP.depth: return VMAP.dispatch(name, fn, *args)` (one attribute read while no vmap
@@ -61,6 +65,7 @@ class Op:
     mx: tuple = ()
     public: bool = True  # exported by kit.ops (and so kit)
     expr: object = None  # elementwise forward, expr(xp, *args), for kit.compile
+    array: object = None  # non-elementwise forward on arrays, for kit.compile
 
 
 def _names(value):

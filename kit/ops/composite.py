@@ -15,7 +15,12 @@ from kit.engine import OUTPUT
 from kit.ops._record import record
 from kit.ops._registry import composite, primitive, with_dim
 from kit.ops.elementwise import _select, exp_, sign, where, where_
-from kit.ops.losses import _fused_ce_rule, fused_cross_entropy
+from kit.ops.losses import (
+    _fused_ce_rule,
+    check_classes,
+    cross_entropy_array,
+    fused_cross_entropy,
+)
 from kit.ops.reductions import mean, normalize_axis
 from kit.ops.reductions import sum as sum_
 
@@ -120,7 +125,7 @@ def _reduce(loss, reduction, op):
 
 
 @primitive("cross_entropy", grad=_fused_ce_rule, saves="logits, probabilities, target",
-           batch="cross_entropy")
+           batch="cross_entropy", array=cross_entropy_array)
 def cross_entropy(logits, target, reduction="mean"):
     """Cross-entropy of `logits` (N, C) against class indices (N,) or probabilities (N, C)."""
     if logits.ndim != 2:
@@ -134,11 +139,7 @@ def cross_entropy(logits, target, reduction="mean"):
             raise ValueError(
                 f"kit.cross_entropy: class-index target must have shape ({n},), got {t.shape}"
             )
-        if t.size and (int(t.min()) < 0 or int(t.max()) >= c):
-            raise IndexError(
-                f"kit.cross_entropy: target holds class {int(t.max())} but logits have {c} "
-                f"classes (valid: 0..{c - 1})"
-            )
+        check_classes(t, c)
         _check_reduction(reduction, "cross_entropy")
         return fused_cross_entropy(logits, target, reduction)
     if tuple(t.shape) != tuple(logits.shape):

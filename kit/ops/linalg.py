@@ -35,7 +35,8 @@ def _matmul_rule(node, g, a, b):
 
 
 @primitive("matmul", grad=_matmul_rule, saves="a, b", batch="matmul",
-           methods=("__matmul__", ("__rmatmul__", reflected), "matmul"), torch="matmul")
+           methods=("__matmul__", ("__rmatmul__", reflected), "matmul"), torch="matmul",
+           array=lambda xp, a, b: (a @ b, ()))
 def matmul(a, b):
     """Matrix product with NumPy's rules: batched, broadcasting, 1-D operands allowed."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):

@@ -34,13 +34,16 @@ def _fused_ce_rule(node, g, x, probs, held):
     return ((probs - onehot) * weight,)
 
 
-def fused_cross_entropy(logits, target, reduction):
-    """Cross-entropy of logits (N, C) against class indices (N,), as one node (see above).
+def check_classes(target, classes):
+    """Class indices must lie in 0..classes-1 (an IndexError, as in PyTorch)."""
+    if target.size and (int(target.min()) < 0 or int(target.max()) >= classes):
+        raise IndexError(
+            f"kit.cross_entropy: target holds class {int(target.max())} but logits have {classes} "
+            f"classes (valid: 0..{classes - 1})"
+        )
 
-    NOTE: a target Tensor is kept as itself, as PyTorch's NllLossBackward0 keeps the target: the
-    array in params shares its memory, so changing it in place before backward is an error."""
-    held, target = target, data_of(target)
-    d = logits._data
+
+def _loss_and_probabilities(d, target, reduction):
     xp = backend.get_array_module(d)
     n = d.shape[0]
     shifted = d - d.max(axis=1, keepdims=True)
@@ -53,7 +56,27 @@ def fused_cross_entropy(logits, target, reduction):
         out = losses.sum()
     else:
         out = losses
+    return out, exp / total
+
+
+def fused_cross_entropy(logits, target, reduction):
+    """Cross-entropy of logits (N, C) against class indices (N,), as one node (see above).
+
+    NOTE: a target Tensor is kept as itself, as PyTorch's NllLossBackward0 keeps the target: the
+    array in params shares its memory, so changing it in place before backward is an error."""
+    held, target = target, data_of(target)
+    out, probabilities = _loss_and_probabilities(logits._data, target, reduction)
     return record(
-        "cross_entropy", _fused_ce_rule, out, (logits,), (logits, exp / total, held),
+        "cross_entropy", _fused_ce_rule, out, (logits,), (logits, probabilities, held),
         (target, reduction)
     )
+
+
+def cross_entropy_array(xp, logits, target, reduction="mean"):
+    """The fused cross-entropy on arrays, as kit.compile replays it (the registry's array
+    form): (loss, (probabilities,)), the probabilities being what its node keeps."""
+    if target.dtype.kind not in "iu":
+        raise TypeError("kit.cross_entropy: an array form for class-index targets only")
+    check_classes(target, logits.shape[1])
+    out, probabilities = _loss_and_probabilities(logits, target, reduction)
+    return out, (probabilities,)

@@ -1,6 +1,11 @@
 """SGD, Adam, AdamW and RMSprop: hyperparameter checks and defaults as torch.optim's; the
 maths is in kit/optim/maths.py.
 
+PyTorch's `foreach=` and `fused=` choose how its update runs (a loop of Tensor ops, one op over
+all parameters, one kernel) and give the same numbers. kit has one implementation, a loop over
+the parameters on their arrays (maths.py), so both are accepted, kept in the param groups as
+PyTorch keeps them, and change nothing; asking for both at once is PyTorch's error.
+
 >>> import kit
 >>> from kit.optim import Adam
 >>> Adam([kit.zeros(1, requires_grad=True)], lr=1e-3).defaults["betas"]
@@ -18,11 +23,18 @@ def _check(name, value, low=0.0):
         raise ValueError(f"Invalid {name} value: {value}")
 
 
+def _implementation(foreach, fused):
+    """PyTorch's implementation switches, as group entries (see the module docstring)."""
+    if foreach and fused:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    return {"foreach": foreach, "fused": fused}
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent, with optional (Nesterov) momentum and weight decay."""
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False, *, maximize=False):
+                 nesterov=False, *, maximize=False, foreach=None, fused=None):
         _check("learning rate", lr)
         _check("momentum", momentum)
         _check("weight_decay", weight_decay)
@@ -31,11 +43,12 @@ class SGD(Optimizer):
         super().__init__(params, {
             "lr": lr, "momentum": momentum, "dampening": dampening,
             "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+            **_implementation(foreach, fused),
         })
 
-    def update(self, param, grad, state, group):
-        maths.sgd_update.raw(
-            param, grad, state, group["lr"], group["momentum"], group["dampening"],
+    def update_many(self, params, grads, states, group):
+        maths.sgd(
+            params, grads, states, group["lr"], group["momentum"], group["dampening"],
             group["weight_decay"], group["nesterov"], group["maximize"],
         )
 
@@ -46,7 +59,7 @@ class Adam(Optimizer):
     decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 amsgrad=False, *, maximize=False):
+                 amsgrad=False, *, maximize=False, foreach=None, fused=None):
         _check("learning rate", lr)
         _check("epsilon", eps)
         for i, beta in enumerate(betas):
@@ -55,12 +68,12 @@ class Adam(Optimizer):
         _check("weight_decay", weight_decay)
         super().__init__(params, {
             "lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-            "amsgrad": amsgrad, "maximize": maximize,
+            "amsgrad": amsgrad, "maximize": maximize, **_implementation(foreach, fused),
         })
 
-    def update(self, param, grad, state, group):
-        maths.adam_update.raw(
-            param, grad, state, group["lr"], group["betas"], group["eps"],
+    def update_many(self, params, grads, states, group):
+        maths.adam(
+            params, grads, states, group["lr"], group["betas"], group["eps"],
             group["weight_decay"], group["amsgrad"], group["maximize"], self.decoupled,
         )
 
@@ -71,15 +84,16 @@ class AdamW(Adam):
     decoupled = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 amsgrad=False, *, maximize=False, foreach=None, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         foreach=foreach, fused=fused)
 
 
 class RMSprop(Optimizer):
     """RMSprop (Hinton's lecture 6e), optionally centred and with momentum."""
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
-                 centered=False, *, maximize=False):
+                 centered=False, *, maximize=False, foreach=None):
         _check("learning rate", lr)
         _check("epsilon", eps)
         _check("momentum", momentum)
@@ -88,10 +102,11 @@ class RMSprop(Optimizer):
         super().__init__(params, {
             "lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay,
             "momentum": momentum, "centered": centered, "maximize": maximize,
+            "foreach": foreach,
         })
 
-    def update(self, param, grad, state, group):
-        maths.rmsprop_update.raw(
-            param, grad, state, group["lr"], group["alpha"], group["eps"],
+    def update_many(self, params, grads, states, group):
+        maths.rmsprop(
+            params, grads, states, group["lr"], group["alpha"], group["eps"],
             group["weight_decay"], group["momentum"], group["centered"], group["maximize"],
         )

@@ -1,10 +1,16 @@
-"""Optimiser maths as plain functions on kit Tensors: one update of one parameter, in place.
+"""Optimiser maths as plain functions: updates of parameters, in place.
 
 Framework-neutral: `kit.torch.optim` (param groups, state dicts) and a gluon Trainer both call
-these. Each function takes the parameter, its gradient, its state (a dict it fills on the first
-step) and the hyperparameters, and updates the parameter's storage in place under no_grad, so
-references to it stay valid. The order of operations is PyTorch's single-tensor path
-(torch/optim/sgd.py, adam.py, rmsprop.py), so results agree with it to float rounding.
+these. Each update takes the parameters, their gradients, their states (dicts it fills on the
+first step; their values are Tensors, as PyTorch's) and the hyperparameters, and updates each
+parameter's storage in place, so references to it stay valid. The order of operations is
+PyTorch's (torch/optim/sgd.py, adam.py, rmsprop.py), so results agree with it to float rounding.
+
+As PyTorch's `foreach` implementation, `sgd`, `adam` and `rmsprop` take lists and run one loop
+over them, doing the arithmetic on the arrays (NumPy or CuPy) below the Tensor level: no op is
+recorded (no grad mode to enter), no Tensor is made per operation, and each tensor changed in
+place has its version bumped once per update, so a graph that saved a parameter still refuses a
+backward after the step. `sgd_update`, `adam_update` and `rmsprop_update` update one parameter.
 
 >>> import kit
 >>> from kit.optim.maths import sgd_update
@@ -16,118 +22,153 @@ tensor([0.5000, 1.5000])
 
 from __future__ import annotations
 
-import functools
-
+from kit import backend
 from kit._creation import tensor, zeros_like
-from kit._tensor import float32
-from kit.grad_mode import STATE, no_grad
-from kit.ops.elementwise import maximum, sqrt
+from kit._tensor import Tensor, bump_version, float32
+from kit.grad_mode import STATE
 
 
-def _under_no_grad(fn):
-    """The public update enters no_grad itself unless grad mode is off already (a gluon Trainer
-    step: one entry instead of one per parameter); `update.raw` skips even the test, for a
-    caller that is under no_grad for a whole step (Optimizer.step)."""
-
-    @functools.wraps(fn)
-    def update(*args, **kwargs):
-        if not STATE.enabled:
-            return fn(*args, **kwargs)
-        with no_grad():
-            return fn(*args, **kwargs)
-
-    update.raw = fn
-    return update
+def _changed(*tensors):
+    """Bump the version of each tensor an update wrote into (once per update). A compiled
+    function's trace cannot replay a write made below the Tensor level: it runs eagerly."""
+    if STATE.tracing is not None:
+        STATE.tracing.observe(tensors[0], "inplace")
+    for t in tensors:
+        bump_version(t)
 
 
-@_under_no_grad
+def sgd(params, grads, states, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
+        nesterov=False, maximize=False):
+    """SGD with optional momentum (state 'momentum_buffer'), dampening, Nesterov momentum,
+    L2 weight decay and maximisation, over lists of parameters, gradients and states."""
+    for param, grad, state in zip(params, grads, states, strict=True):
+        p, g = param._data, grad._data
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + p * weight_decay
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = Tensor(g.copy())
+            else:
+                b = buf._data
+                b *= momentum
+                b += g if dampening == 0 else g * (1 - dampening)
+                _changed(buf)
+            g = g + buf._data * momentum if nesterov else buf._data
+        # NOTE: p - lr * g is bit-equal to PyTorch's p + (-lr) * g (one temporary, as the
+        # bare-tensor step `p -= lr * p.grad`)
+        p -= g * lr
+        _changed(param)
+
+
 def sgd_update(param, grad, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
                nesterov=False, maximize=False):
-    """SGD with optional momentum (state 'momentum_buffer'), dampening, Nesterov momentum,
-    L2 weight decay and maximisation."""
-    if maximize:
-        grad = -grad
-    if weight_decay != 0:
-        grad = grad + param * weight_decay
-    if momentum != 0:
-        buf = state.get("momentum_buffer")
-        if buf is None:
-            buf = state["momentum_buffer"] = grad.detach().clone()
+    """`sgd` of one parameter."""
+    sgd((param,), (grad,), (state,), lr, momentum, dampening, weight_decay, nesterov, maximize)
+
+
+def adam(params, grads, states, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+         amsgrad=False, maximize=False, decoupled=False):
+    """Adam over lists; with `decoupled`, AdamW (weight decay applied to the parameter, not the
+    gradient). State: 'step' (a float32 scalar tensor, as PyTorch's), 'exp_avg', 'exp_avg_sq'
+    and, with amsgrad, 'max_exp_avg_sq'."""
+    beta1, beta2 = betas
+    for param, grad, state in zip(params, grads, states, strict=True):
+        p, g = param._data, grad._data
+        xp = backend.get_array_module(p)
+        if maximize:
+            g = -g
+        if not state:
+            state["step"] = tensor(0.0, dtype=float32)
+            state["exp_avg"] = zeros_like(param)
+            state["exp_avg_sq"] = zeros_like(param)
+            if amsgrad:
+                state["max_exp_avg_sq"] = zeros_like(param)
+        step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
+        step_t._data += 1
+        if weight_decay != 0:
+            if decoupled:
+                p *= 1 - lr * weight_decay
+            else:
+                g = g + p * weight_decay
+        m, v = exp_avg._data, exp_avg_sq._data
+        # exp_avg.lerp_(grad, 1 - beta1), spelt as PyTorch's kernel computes it for weight < 0.5
+        m += (g - m) * (1 - beta1)
+        v *= beta2
+        v += g * (1 - beta2) * g  # addcmul_
+        step = float(step_t._data)
+        step_size = lr / (1 - beta1**step)
+        bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+        if amsgrad:
+            kept = state["max_exp_avg_sq"]
+            xp.maximum(kept._data, v, out=kept._data)
+            denom = xp.sqrt(kept._data) / bias_correction2_sqrt
+            _changed(kept)
         else:
-            buf.mul_(momentum).add_(grad if dampening == 0 else grad * (1 - dampening))
-        grad = grad + buf * momentum if nesterov else buf
-    # NOTE: p - lr * g is bit-equal to PyTorch's p + (-lr) * g, and takes the in-place fast
-    # path (one temporary) that the bare-tensor step `p -= lr * p.grad` takes.
-    param.sub_(grad * lr)
+            denom = xp.sqrt(v) / bias_correction2_sqrt
+        denom += eps
+        p += m * -step_size / denom  # addcdiv_, in PyTorch's order
+        _changed(param, step_t, exp_avg, exp_avg_sq)
 
 
-@_under_no_grad
 def adam_update(param, grad, state, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                 amsgrad=False, maximize=False, decoupled=False):
-    """Adam; with `decoupled`, AdamW (weight decay applied to the parameter, not the gradient).
-    State: 'step' (a float32 scalar tensor, as PyTorch's), 'exp_avg', 'exp_avg_sq' and, with
-    amsgrad, 'max_exp_avg_sq'."""
-    beta1, beta2 = betas
-    if maximize:
-        grad = -grad
-    if not state:
-        state["step"] = tensor(0.0, dtype=float32)
-        state["exp_avg"] = zeros_like(param)
-        state["exp_avg_sq"] = zeros_like(param)
-        if amsgrad:
-            state["max_exp_avg_sq"] = zeros_like(param)
-    state["step"].add_(1)
-    if weight_decay != 0:
-        if decoupled:
-            param.mul_(1 - lr * weight_decay)
+    """`adam` of one parameter."""
+    adam((param,), (grad,), (state,), lr, betas, eps, weight_decay, amsgrad, maximize, decoupled)
+
+
+def rmsprop(params, grads, states, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0,
+            momentum=0.0, centered=False, maximize=False):
+    """RMSprop over lists. State: 'step', 'square_avg', and 'momentum_buffer' / 'grad_avg'
+    when used."""
+    for param, grad, state in zip(params, grads, states, strict=True):
+        p, g = param._data, grad._data
+        xp = backend.get_array_module(p)
+        if maximize:
+            g = -g
+        if not state:
+            state["step"] = tensor(0.0, dtype=float32)
+            state["square_avg"] = zeros_like(param)
+            if momentum > 0:
+                state["momentum_buffer"] = zeros_like(param)
+            if centered:
+                state["grad_avg"] = zeros_like(param)
+        state["step"]._data += 1
+        if weight_decay != 0:
+            g = g + p * weight_decay
+        square_avg = state["square_avg"]
+        v = square_avg._data
+        v *= alpha
+        v += g * (1 - alpha) * g
+        changed = [param, state["step"], square_avg]
+        if centered:
+            grad_avg = state["grad_avg"]
+            mean = grad_avg._data
+            mean += (g - mean) * (1 - alpha)
+            avg = xp.sqrt(v + mean * -1 * mean)
+            changed.append(grad_avg)
         else:
-            grad = grad.add(param, alpha=weight_decay)
-    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-    # exp_avg.lerp_(grad, 1 - beta1), spelt as PyTorch's kernel computes it for weight < 0.5
-    exp_avg.add_((grad - exp_avg) * (1 - beta1))
-    exp_avg_sq.mul_(beta2).add_(grad * (1 - beta2) * grad)  # addcmul_
-    step = state["step"].item()
-    step_size = lr / (1 - beta1**step)
-    bias_correction2_sqrt = (1 - beta2**step) ** 0.5
-    if amsgrad:
-        state["max_exp_avg_sq"].copy_(maximum(state["max_exp_avg_sq"], exp_avg_sq))
-        denom = (sqrt(state["max_exp_avg_sq"]) / bias_correction2_sqrt).add_(eps)
-    else:
-        denom = (sqrt(exp_avg_sq) / bias_correction2_sqrt).add_(eps)
-    param.add_(exp_avg * -step_size / denom)  # addcdiv_, in PyTorch's order
+            avg = xp.sqrt(v)
+        avg += eps
+        if momentum > 0:
+            buf = state["momentum_buffer"]
+            b = buf._data
+            b *= momentum
+            b += g / avg
+            p += b * -lr
+            changed.append(buf)
+        else:
+            p += g * -lr / avg
+        _changed(*changed)
 
 
-@_under_no_grad
 def rmsprop_update(param, grad, state, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0,
                    momentum=0.0, centered=False, maximize=False):
-    """RMSprop. State: 'step', 'square_avg', and 'momentum_buffer' / 'grad_avg' when used."""
-    if maximize:
-        grad = -grad
-    if not state:
-        state["step"] = tensor(0.0, dtype=float32)
-        state["square_avg"] = zeros_like(param)
-        if momentum > 0:
-            state["momentum_buffer"] = zeros_like(param)
-        if centered:
-            state["grad_avg"] = zeros_like(param)
-    state["step"].add_(1)
-    if weight_decay != 0:
-        grad = grad.add(param, alpha=weight_decay)
-    square_avg = state["square_avg"]
-    square_avg.mul_(alpha).add_(grad * (1 - alpha) * grad)
-    if centered:
-        grad_avg = state["grad_avg"]
-        grad_avg.add_((grad - grad_avg) * (1 - alpha))
-        avg = sqrt(square_avg + grad_avg * -1 * grad_avg)
-    else:
-        avg = sqrt(square_avg)
-    avg = avg.add_(eps)
-    if momentum > 0:
-        buf = state["momentum_buffer"]
-        buf.mul_(momentum).add_(grad / avg)
-        param.add_(buf, alpha=-lr)
-    else:
-        param.add_(grad * -lr / avg)
+    """`rmsprop` of one parameter."""
+    rmsprop((param,), (grad,), (state,), lr, alpha, eps, weight_decay, momentum, centered,
+            maximize)
 
 
 # --- MXNet 1.x's update rules (mxnet.optimizer, src/operator/optimizer_op-inl.h) --------------
@@ -136,14 +177,13 @@ def rmsprop_update(param, grad, state, lr=1e-2, alpha=0.99, eps=1e-8, weight_dec
 # added to it (SGD: inside the momentum), and Adam folds both bias corrections into the step size
 # with epsilon added to the uncorrected sqrt(v).
 
-def _mxnet_grad(grad, rescale_grad, clip_gradient):
-    grad = grad * rescale_grad if rescale_grad != 1 else grad
+def _mxnet_grad(g, rescale_grad, clip_gradient, xp):
+    g = g * rescale_grad if rescale_grad != 1 else g
     if clip_gradient is not None and clip_gradient >= 0:
-        grad = grad.clamp(-clip_gradient, clip_gradient)
-    return grad
+        g = xp.minimum(xp.maximum(g, -clip_gradient), clip_gradient)  # kit.clamp's arithmetic
+    return g
 
 
-@_under_no_grad
 def mxnet_sgd_update(weight, grad, state, lr, momentum=0.0, wd=0.0, rescale_grad=1.0,
                      clip_gradient=None):
     """MXNet's SGD: without momentum `w = w - lr * (rescale * g + wd * w)`; with it
@@ -156,24 +196,29 @@ def mxnet_sgd_update(weight, grad, state, lr, momentum=0.0, wd=0.0, rescale_grad
     >>> w  # mom = -0.5, then 0.9 * -0.5 - 0.5 = -0.95
     tensor([-0.4500])
     """
+    w = weight._data
     if clip_gradient is None and momentum == 0 and wd == 0:
         # NOTE: the bare-tensor step's arithmetic (one temporary, in place): w -= g * lr'.
-        weight.sub_(grad * (lr * rescale_grad))
+        w -= grad._data * (lr * rescale_grad)
+        _changed(weight)
         return
-    step = _mxnet_grad(grad, rescale_grad, clip_gradient)
+    step = _mxnet_grad(grad._data, rescale_grad, clip_gradient, backend.get_array_module(w))
     if wd != 0:
-        step = step + weight * wd
+        step = step + w * wd
     if momentum == 0:
-        weight.sub_(step * lr)
+        w -= step * lr
+        _changed(weight)
         return
     mom = state.get("mom")
     if mom is None:
         mom = state["mom"] = zeros_like(weight)
-    mom.mul_(momentum).sub_(step * lr)
-    weight.add_(mom)
+    m = mom._data
+    m *= momentum
+    m -= step * lr
+    w += m
+    _changed(weight, mom)
 
 
-@_under_no_grad
 def mxnet_adam_update(weight, grad, state, lr, t, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0.0,
                       rescale_grad=1.0, clip_gradient=None):
     """MXNet's Adam at update count `t` (1 on the first step): `g = rescale * g + wd * w`,
@@ -186,14 +231,20 @@ def mxnet_adam_update(weight, grad, state, lr, t, beta1=0.9, beta2=0.999, epsilo
     >>> round(w.item(), 6)  # the first step moves every weight by about lr
     0.9
     """
-    g = _mxnet_grad(grad, rescale_grad, clip_gradient)
+    w = weight._data
+    xp = backend.get_array_module(w)
+    g = _mxnet_grad(grad._data, rescale_grad, clip_gradient, xp)
     if wd != 0:
-        g = g + weight * wd
+        g = g + w * wd
     if "mean" not in state:
         state["mean"] = zeros_like(weight)
         state["var"] = zeros_like(weight)
     mean, var = state["mean"], state["var"]
-    mean.mul_(beta1).add_(g * (1 - beta1))
-    var.mul_(beta2).add_(g * g * (1 - beta2))
+    m, v = mean._data, var._data
+    m *= beta1
+    m += g * (1 - beta1)
+    v *= beta2
+    v += g * g * (1 - beta2)
     step_size = lr * (1 - beta2**t) ** 0.5 / (1 - beta1**t)
-    weight.sub_(mean * step_size / (sqrt(var) + epsilon))
+    w -= m * step_size / (xp.sqrt(v) + epsilon)
+    _changed(weight, mean, var)

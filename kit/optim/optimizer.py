@@ -1,5 +1,6 @@
 """`Optimizer`: parameter groups, per-parameter state, zero_grad and state dicts, as
-torch.optim.Optimizer; subclasses supply `update(param, grad, state, group)`.
+torch.optim.Optimizer; subclasses supply `update(param, grad, state, group)` (or, for a whole
+group at once, `update_many(params, grads, states, group)`).
 
 >>> import kit
 >>> from kit.optim import SGD
@@ -111,7 +112,10 @@ class Optimizer:
         """Reset the gradients of every optimised parameter (to None by default)."""
         for group in self.param_groups:
             for param in group["params"]:
-                zero_grad(param, set_to_none)
+                if set_to_none:
+                    param._grad = None  # (a leaf's: nothing else to do)
+                else:
+                    zero_grad(param, False)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; `closure` recomputes the loss."""
@@ -120,17 +124,27 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         state = self.state
-        with no_grad():  # once for the step: update() runs the maths' raw (no_grad-free) form
+        with no_grad():  # for an update() written with Tensor ops (the built-in ones use arrays)
             for group in self.param_groups:
-                for param in group["params"]:
-                    grad = param.grad
-                    if grad is not None:
-                        self.update(param, grad, state[param], group)
+                # (a leaf's gradient, or a retained one: the .grad property has no warning to
+                # give)
+                params = [p for p in group["params"] if p._grad is not None]
+                if params:
+                    self.update_many(params, [p._grad for p in params],
+                                     [state[p] for p in params], group)
         return loss
+
+    def update_many(self, params, grads, states, group):
+        """Update the parameters of one group that have a gradient, in place, with their
+        gradients and states (lists); called under no_grad by step(). The built-in optimisers
+        run one loop over the arrays (kit/optim/maths.py), as PyTorch's foreach ones; by
+        default, `update` per parameter."""
+        for param, grad, state in zip(params, grads, states, strict=True):
+            self.update(param, grad, state, group)
 
     def update(self, param, grad, state, group):
         """Update one parameter in place; called under no_grad by step()."""
-        raise NotImplementedError(f"{type(self).__name__} must define update()")
+        raise NotImplementedError(f"{type(self).__name__} must define update() or update_many()")
 
     # --- state dicts ---------------------------------------------------------------------
     def state_dict(self):

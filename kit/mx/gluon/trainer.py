@@ -112,7 +112,7 @@ class Trainer:
                     f"Parameters with stale gradient"
                 )
         updater = self._updater
-        with no_grad():  # once for the step; the update maths then enters no mode itself
+        with no_grad():  # once for the step, for an optimizer written with NDArray ops
             for i, weight in updates:
                 updater(i, weight.grad, weight)
                 weight._slot.fresh = False
