@@ -105,7 +105,7 @@ def _inplace(name, op, fast=None):
     """An in-place method: `op` is the out-of-place op; `fast(array, value)` updates a NumPy array
     in place when nothing records."""
 
-    def method(self, other, *args, **kwargs):
+    def body(self, other, *args, **kwargs):
         tracing = STATE.tracing
         if tracing is not None and tracing.inplace(self, op, other, args, kwargs):
             return self  # kit.compile recorded it as the out-of-place op
@@ -133,8 +133,34 @@ def _inplace(name, op, fast=None):
             return self
         return _write(name, self, op(_alias(self, name), other, *args, **kwargs))
 
+    shown = _profiled_name(name)
+
+    def method(self, other, *args, **kwargs):
+        recorder = STATE.profiler
+        if recorder is None or recorder.muted:
+            return body(self, other, *args, **kwargs)
+        # NOTE: under kit.profiler, one event of the in-place op's own name (aten::add_, as
+        # PyTorch's); the out-of-place op that computes it is not an event of its own
+        from kit.profiler._record import as_one_op
+
+        return as_one_op(recorder, shown, (self, other), lambda: body(self, other, *args,
+                                                                      **kwargs))
+
     method.__name__ = name
     return method
+
+
+# x += y is PyTorch's add_, x /= y its div_, x //= y its floor_divide_, ...
+_DUNDER = {"truediv": "div", "floordiv": "floor_divide", "mod": "remainder", "and": "bitwise_and",
+           "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
+           "rshift": "bitwise_right_shift"}
+
+
+def _profiled_name(name):
+    if name.startswith("__i") and name.endswith("__"):
+        base = name[3:-2]
+        return _DUNDER.get(base, base) + "_"
+    return name
 
 
 def _fill_op(t, value):

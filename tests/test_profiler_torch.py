@@ -279,3 +279,55 @@ def test_custom_function_rows_are_named_by_the_class(torch):
     if is_kit(torch):
         assert kit.torch.profiler.supported_activities() >= {
             kit.torch.profiler.ProfilerActivity.CPU}
+
+
+@torch_warnings
+@pytest.mark.parametrize("torch", LIBS)
+def test_optimizer_step_and_zero_grad_are_ranges_named_as_pytorchs(torch):
+    """PyTorch's optimisers label their step and zero_grad in a profile
+    ("Optimizer.step#SGD.step"), a user's subclass under its own name, twice nested when its step
+    calls the base's (PyTorch wraps each class's step); ops inside nest in the range."""
+
+    class Clipped(torch.optim.SGD):
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.grad.clamp_(-1, 1)
+            return super().step(closure)
+
+    w = torch.ones(3, requires_grad=True)
+    for optimizer in (torch.optim.SGD([w], lr=0.1), torch.optim.Adam([w]), Clipped([w], lr=0.1)):
+        (w * 2).sum().backward()
+        name = type(optimizer).__name__
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            optimizer.step()
+            optimizer.zero_grad()
+        keys = [e.key for e in prof.events()]
+        assert keys.count(f"Optimizer.step#{name}.step") == (2 if name == "Clipped" else 1), keys
+        assert keys.count(f"Optimizer.zero_grad#{name}.zero_grad") == 1, keys
+        if is_kit(torch) and name == "Clipped":
+            outer, inner = (e for e in prof.events() if e.key == "Optimizer.step#Clipped.step")
+            assert inner.cpu_parent is outer
+            clamp = next(e for e in prof.events() if e.key == "aten::clamp_")
+            assert clamp.cpu_parent is outer
+    assert w.grad is None
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_in_place_ops_are_one_event_of_their_own_name(torch):
+    """x.clamp_(), x += y, x /= 2: one aten::clamp_, aten::add_, aten::div_ event each, as in
+    PyTorch (kit computes them with the out-of-place op, which is not an event of its own)."""
+    g = torch.ones(3)
+    x = torch.ones(3, requires_grad=True) * 1
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        g.clamp_(-1, 1)
+        g.add_(1)
+        g += g
+        g /= 2
+        g.mul_(3)
+        g.sub_(1)
+        x.exp_()
+        x.relu_()
+    top = [e.key for e in prof.events() if e.cpu_parent is None]
+    assert top == ["aten::clamp_", "aten::add_", "aten::add_", "aten::div_", "aten::mul_",
+                   "aten::sub_", "aten::exp_", "aten::relu_"]

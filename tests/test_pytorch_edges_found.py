@@ -87,15 +87,18 @@ def test_power_one_half_keeps_the_sign_of_minus_zero(torch):
 
 
 @pytest.mark.parametrize("torch", LIBS)
-def test_pow_zero_slopes_are_multiplied_by_the_gradient(torch):
-    """d(a ** 0)/da and d(0 ** b)/db (b >= 0) are 0, and the incoming gradient multiplies them:
-    an inf gradient gives NaN there, as in PyTorch."""
+def test_pow_zero_slopes_and_an_infinite_gradient(torch):
+    """d(a ** 0)/da and d(0 ** b)/db (b >= 0) are 0. PyTorch fills a's 0 after multiplying by
+    the incoming gradient (an inf gradient still gives 0) and b's before (inf * 0 = NaN)."""
     a = torch.tensor([0.0, 2.0], requires_grad=True)
     b = torch.tensor([0.0, 2.67], requires_grad=True)
     ((a ** b) ** 0.5 * torch.tensor([INF, 1.0])).sum().backward()
-    assert np.isnan(values(a.grad)[0]) and np.isnan(values(b.grad)[0])
+    assert values(a.grad)[0] == 0 and np.isnan(values(b.grad)[0])
     x = torch.tensor([0.0, 2.0], requires_grad=True)
     (x ** 0).sum().backward()
+    np.testing.assert_array_equal(values(x.grad), [0.0, 0.0])
+    x.grad = None
+    ((x ** 0) * torch.tensor([INF, -INF])).sum().backward()
     np.testing.assert_array_equal(values(x.grad), [0.0, 0.0])
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 import copy
 import pickle
 
+from kit._modes import STATE
 from kit.optim import maths
+from kit.profiler._record import as_one_op
 
 __all__ = ["SGD", "Adam", "Optimizer", "Updater", "create", "get_updater", "register"]
 
@@ -149,10 +151,14 @@ class SGD(Optimizer):
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
-        maths.mxnet_sgd_update(
-            weight._t, grad._t, state, self._get_lr(index), self.momentum,
-            self._get_wd(index) if self.wd else 0.0, self.rescale_grad, self.clip_gradient,
-        )
+        args = (weight._t, grad._t, state, self._get_lr(index), self.momentum,
+                self._get_wd(index) if self.wd else 0.0, self.rescale_grad, self.clip_gradient)
+        recorder = STATE.profiler
+        if recorder is None:
+            maths.mxnet_sgd_update(*args)
+        else:  # one operator in a profile, as MXNet's (kit updates the arrays, with no op)
+            as_one_op(recorder, "sgd_mom_update" if self.momentum else "sgd_update",
+                      (weight._t, grad._t), maths.mxnet_sgd_update, *args)
 
 
 @register
@@ -172,10 +178,14 @@ class Adam(Optimizer):
 
     def update(self, index, weight, grad, state):
         t = self._update_count(index)
-        maths.mxnet_adam_update(
-            weight._t, grad._t, state, self._get_lr(index), t, self.beta1, self.beta2,
-            self.epsilon, self._get_wd(index), self.rescale_grad, self.clip_gradient,
-        )
+        args = (weight._t, grad._t, state, self._get_lr(index), t, self.beta1, self.beta2,
+                self.epsilon, self._get_wd(index), self.rescale_grad, self.clip_gradient)
+        recorder = STATE.profiler
+        if recorder is None:
+            maths.mxnet_adam_update(*args)
+        else:
+            as_one_op(recorder, "adam_update", (weight._t, grad._t), maths.mxnet_adam_update,
+                      *args)
 
 
 class Updater:

@@ -175,14 +175,15 @@ def _pow_rule(node, g, a, b, y):
     if need[0] and getattr(b, "dtype", None) == _BOOL:
         _no_bool(b, 1)  # PyTorch computes b - 1 here, and refuses it for a bool exponent
     if need[0]:
-        # NOTE: where b == 0 the derivative is 0, as in PyTorch (not 0 * 0**-1 = nan at a = 0);
-        # g multiplies it after, as in PyTorch (an inf or NaN g gives NaN there, not 0)
+        # NOTE: where b == 0 the gradient is 0, as in PyTorch (not 0 * 0**-1 = nan at a = 0),
+        # whatever g is: PyTorch fills 0 after multiplying by g (an inf g gives 0, not NaN)
         if not hasattr(b, "shape"):
-            ga = g * 0 if b == 0 else g * (b * _number_power(a, b - 1))
+            ga = _zeros_like(g) if b == 0 else g * (b * _number_power(a, b - 1))
         else:
-            slope = b * a ** (b - 1)
+            ga = g * (b * a ** (b - 1))
             zero = data_of(b) == 0
-            ga = g * (where_(zero, 0, slope) if zero.any() else slope)
+            if zero.any():
+                ga = where_(zero, 0, ga)
     gb = None
     if need[1]:
         # NOTE: d(a**b)/db = a**b * log(a), as PyTorch: 0 where a == 0 and b >= 0, NaN for a < 0.
@@ -388,6 +389,9 @@ def where(condition, a, b):
         out = _select(xp, cond, x, y)
     except ValueError:
         raise shape_error("where", cond, x, y, detail=BROADCAST) from None
+    if not (hasattr(x, "dtype") or hasattr(y, "dtype")):
+        # NOTE: two Python numbers: PyTorch's default dtypes (float32, int64), not NumPy's
+        out = out.astype(result_type(x, y), copy=False)
     # NOTE: a Tensor condition is kept as itself (PyTorch's WhereBackward0 keeps it), so an
     # in-place change of it before backward is an error, not a silently different gradient.
     return record("where", _where_rule, out, (None, a, b),
@@ -550,12 +554,17 @@ isinf = _classify("isinf", lambda xp, d: xp.isinf(d))
 isfinite = _classify("isfinite", lambda xp, d: xp.isfinite(d))
 
 
-def _sign_rule(node, g):
-    # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0, whose
-    # gradient is zeros (not g * 0: an inf or NaN g gives 0, not NaN)
+def _zeros_like(g):
+    """A zero gradient of g's shape and dtype (not g * 0: an inf or NaN g gives 0, not NaN)."""
     d = data_of(g)
     zeros = backend.get_array_module(d).zeros_like(d)
-    return (Tensor(zeros) if isinstance(g, Tensor) else zeros,)
+    return Tensor(zeros) if isinstance(g, Tensor) else zeros
+
+
+def _sign_rule(node, g):
+    # NOTE: 0 almost everywhere; recorded all the same, as PyTorch's SignBackward0, whose
+    # gradient is zeros
+    return (_zeros_like(g),)
 
 
 def _signs(xp, d):

@@ -14,9 +14,11 @@ tensor([0.7000], requires_grad=True)
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import defaultdict
 
+from kit._modes import STATE
 from kit._tensor import Tensor
 from kit.grad_mode import enable_grad, no_grad
 from kit.nn.module import zero_grad
@@ -32,8 +34,39 @@ class _Required:
 required = _Required()
 
 
+def _profiled(method):
+    """`method` (step or zero_grad) as a range of a running kit.profiler, named as PyTorch's
+    optimisers name theirs: "Optimizer.step#SGD.step", after the instance's class. As in
+    PyTorch, a subclass's step that calls its base's gives two nested ranges of that name. While
+    no profiler runs it costs one attribute read."""
+    kind = method.__name__
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        recorder = STATE.profiler
+        if recorder is None:
+            return method(self, *args, **kwargs)
+        event = recorder.begin(f"Optimizer.{kind}#{type(self).__name__}.{kind}", "range")
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            recorder.end(event)
+
+    wrapper.profiled = True
+    return wrapper
+
+
 class Optimizer:
-    """Base class of the optimisers: holds `param_groups` (dicts) and `state` (per parameter)."""
+    """Base class of the optimisers: holds `param_groups` (dicts) and `state` (per parameter).
+    Under kit.profiler, each `step` and `zero_grad` call is a range, as in PyTorch (a subclass's
+    own `step`, a user's optimiser's too)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for kind in ("step", "zero_grad"):
+            method = cls.__dict__.get(kind)
+            if callable(method) and not getattr(method, "profiled", False):
+                setattr(cls, kind, _profiled(method))
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -108,6 +141,7 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
+    @_profiled
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of every optimised parameter (to None by default)."""
         for group in self.param_groups:
@@ -117,6 +151,7 @@ class Optimizer:
                 else:
                     zero_grad(param, False)
 
+    @_profiled
     def step(self, closure=None):
         """One update of every parameter that has a gradient; `closure` recomputes the loss."""
         loss = None

@@ -155,6 +155,7 @@ class Recorder:
         self.outer = None  # the switches the profiler's mode replaced (its hooks delegate there)
         self.level = 0  # `transforms` while no kit.func transform runs inside the profiler
         self.delegate = False
+        self.muted = 0  # > 0 inside an in-place op: the ops computing it are not events
 
     # --- the interval API (the hooks below, record_function, clients) ------------------------
     def begin(self, name, kind="range", phase=None, op=None, inputs=()):
@@ -297,10 +298,23 @@ class Recording(Mode):
                 "function": _function, "profiler": recorder}
 
 
+def as_one_op(recorder, name, inputs, fn, *args):
+    """`fn(*args)` as one op event `name` of a running `recorder` (an in-place op, MXNet's
+    sgd_update), given `inputs` (Tensors, for record_shapes); the ops it runs inside are not
+    events of their own."""
+    event = recorder.begin(name, "op", "forward", name, inputs)
+    recorder.muted += 1
+    try:
+        return fn(*args)
+    finally:
+        recorder.muted -= 1
+        recorder.end(event, (), ())
+
+
 def _dispatch(op, fn, *args, **kwargs):
     """A primitive called while a profiler runs (the registry's hook, kit/ops/_registry.py)."""
     recorder = STATE.profiler
-    event = recorder.begin(op, "op", "forward", op, args)
+    event = None if recorder.muted else recorder.begin(op, "op", "forward", op, args)
     try:
         if recorder.delegate or _any_batched(args) or _any_batched(kwargs.values()):
             out = recorder.outer["dispatch"](op, fn, *args, **kwargs)  # e.g. kit.func's vmap
@@ -314,9 +328,11 @@ def _dispatch(op, fn, *args, **kwargs):
             finally:
                 set_switch("depth", depth)
     except BaseException:
-        recorder.end(event)
+        if event is not None:
+            recorder.end(event)
         raise
-    recorder.end(event, out, args)
+    if event is not None:
+        recorder.end(event, out, args)
     return out
 
 
