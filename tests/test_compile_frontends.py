@@ -249,3 +249,44 @@ def test_under_the_profiler_a_kit_func_transform_still_runs_the_function_as_pyth
         got = kit.func.vmap(inner)(xs)
     np.testing.assert_allclose(got.numpy(), 2 * np.exp(xs.numpy()).sum(1))
     assert inner.size() == 0 and "CompiledFunction" not in {e.key for e in prof.key_averages()}
+
+
+# --- replays on arrays -----------------------------------------------------------------------
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_compiled_linear_mlp_replays_on_arrays_with_eagers_bits(bias, monkeypatch):
+    """F.linear, matmul and cross_entropy have array forms (the registry's `array=`): a replay
+    makes no Tensor but its output, and its values and gradients are eager's, bit for bit."""
+    F = torch.nn.functional
+    rng = np.random.default_rng(0)
+    x = torch.tensor(rng.standard_normal((4, 5)).astype("float32"))
+    y = torch.tensor([0, 1, 2, 1])
+    w1 = torch.tensor(rng.standard_normal((6, 5)).astype("float32"), requires_grad=True)
+    b1 = torch.tensor(rng.standard_normal(6).astype("float32"), requires_grad=True)
+    w2 = torch.tensor(rng.standard_normal((6, 3)).astype("float32"), requires_grad=True)
+    params = (w1, b1, w2)
+
+    def f(x, y):
+        return F.cross_entropy(F.linear(x, w1, b1 if bias else None).relu() @ w2, y)
+
+    def run(fn):
+        for p in params:
+            p.grad = None
+        loss = fn(x, y)
+        loss.backward()
+        return [loss.detach().numpy()] + [p.grad.numpy() for p in params if p.grad is not None]
+
+    compiled = kit.compile(f)
+    run(compiled)
+    made = []
+    original = kit.Tensor.__init__
+
+    def counting(self, *args, **kwargs):
+        made.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(kit.Tensor, "__init__", counting)
+    loss = compiled(x, y)
+    monkeypatch.setattr(kit.Tensor, "__init__", original)
+    assert len(made) == 1 and loss.grad_fn.name() == "CompiledFunctionBackward"
+    for got, want in zip(run(compiled), run(f), strict=True):
+        np.testing.assert_array_equal(got, want)

@@ -68,7 +68,16 @@ def _linear_rule(node, g, x=None, w=None):
     return gx, gw, gb
 
 
-@primitive("linear", grad=_linear_rule, saves="x, weight", batch="linear")
+def _linear_array(xp, x, weight, bias=None):
+    """linear on arrays, as kit.compile replays it (the registry's array form): exactly the
+    primitive's computation, so a replay gives the same bits."""
+    out = x @ weight.T
+    if bias is not None:
+        out += bias
+    return out, ()
+
+
+@primitive("linear", grad=_linear_rule, saves="x, weight", batch="linear", array=_linear_array)
 def linear(x, weight, bias=None):
     """x @ weight.T + bias as one node, weight of shape (out_features, in_features)."""
     if not (isinstance(x, Tensor) and isinstance(weight, Tensor)
