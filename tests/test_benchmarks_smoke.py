@@ -75,3 +75,21 @@ def test_table_reports_ratios_and_verdicts():
     assert harness.verdict(case) == "MISSED"
     text = harness.table([case])
     assert "3.00x" in text and "MISSED" in text
+
+
+def test_thread_time_runs_this_checkout_and_another(capsys):
+    """benchmarks.thread_time times this checkout, or another one given by path (here: this one,
+    in a fresh process, since it imports kit afresh from that path)."""
+    import subprocess
+
+    from benchmarks import thread_time
+
+    thread_time.main(["--steps", "1"])
+    outputs = [capsys.readouterr().out]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    outputs.append(subprocess.run(
+        [sys.executable, "-m", "benchmarks.thread_time", "--steps", "1", root], cwd=root,
+        capture_output=True, text=True, check=True, timeout=300).stdout)
+    for out in outputs:
+        assert "MLP step / NumPy: numpy" in out and "compiled" in out
+        assert "module layers / bare kit step: bare" in out and "gluon" in out
