@@ -209,7 +209,8 @@ def backward_name(op):
 
 _NODE_CLASSES = {}
 # Where PyTorch's node name is not kit's op name + "Backward0" (dtype and device copies).
-_PYTORCH_NAMES = {"astype": "ToCopyBackward0", "to": "ToCopyBackward0"}
+_PYTORCH_NAMES = {"astype": "ToCopyBackward0", "to": "ToCopyBackward0",
+                  "prod_dim": "ProdBackward1"}
 
 
 def typed(node):

@@ -89,14 +89,12 @@ STEPS = {
     "cumsum_0": lambda T, x, y: x.cumsum(0), "max_0_indices": lambda T, x, y: x.max(0).indices,
     "amax_01": lambda T, x, y: x.amax((0, 1)), "logsumexp_all": lambda T, x, y: T.logsumexp(
         x, dim=tuple(range(x.dim()))), "flatten": lambda T, x, y: x.flatten(),
+    "prod": lambda T, x, y: x.prod(), "prod_last": lambda T, x, y: x.prod(-1),
+    "var": lambda T, x, y: x.var(), "std_0": lambda T, x, y: x.std(0),
+    "var_last_keepdim": lambda T, x, y: x.var(-1, keepdim=True, correction=0),
 }
-# NOTE: left out, with their reasons (tests/test_pytorch_edges_reductions.py): x.prod(): kit's
-# is a chain of products, whose gradient is the product of the other elements; PyTorch's is
-# result / x where no element is 0, all NaN once one is NaN or inf (one made by pow of a
-# negative number, say). x.var() and x.std(): kit's are composites, whose gradient is NaN where
-# an inf or NaN gradient reaches them; PyTorch's formula, (x - mean) * 2 / (N - 1) * g, gives
-# +-inf in places. x.std(dim=[]): PyTorch 2.13's gradient of it is inf (its backward divides
-# by N - 1 with N = 1, as if no dim were reduced).
+# NOTE: x.std(dim=[]) is left out: PyTorch 2.13's gradient of it is inf (its backward divides
+# by N - 1 with N = 1, as if no dim were reduced); kit's is the gradient over every dim.
 
 # In place, after an op, on its result or one of its inputs: what the op saved decides whether
 # the backward at the end raises (or, if kit saved the wrong thing, differs), as in PyTorch.

@@ -4,6 +4,7 @@ kit.torch and (where installed) real PyTorch; and the differences left, with the
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -148,17 +149,36 @@ def test_clamp_bounds_broadcast_and_promote_as_pytorch(torch):
         torch.ones(2, dtype=torch.bool) ** torch.ones(3, dtype=torch.bool)
 
 
-# --- differences left, with their reasons -----------------------------------------------------
 @pytest.mark.parametrize("torch", LIBS)
-def test_prod_gradient_next_to_an_inf(torch):
-    """kit's prod is a chain of products: its gradient is the product of the other elements.
-    PyTorch's is result / x where no element is 0: NaN next to an inf."""
+def test_prod_var_and_std_gradients_are_pytorchs_formulas(torch):
+    """prod, var and std are one node each with PyTorch's backward: result / x where no element
+    is 0 (NaN next to an inf), the product of the others where one is; 2 / (N - c) * g *
+    (x - mean), NaN where x is the mean and inf elsewhere at no degrees of freedom; 0 where std
+    is 0."""
     x = torch.tensor([-INF, 0.5, -3.0], requires_grad=True)
     x.prod().backward()
-    want = [-1.5, INF, -INF] if is_kit(torch) else [NAN, INF, -INF]
-    np.testing.assert_array_equal(values(x.grad), want)
+    np.testing.assert_array_equal(values(x.grad), [NAN, INF, -INF])
+    x = torch.tensor([[0.0, 2.0, 0.0], [1.0, 0.0, 4.0]], requires_grad=True)
+    x.prod(1).sum().backward()
+    np.testing.assert_array_equal(values(x.grad), [[0.0, 0.0, 0.0], [0.0, 4.0, 0.0]])
+    x.grad = None
+    (x.prod() * INF).backward()  # several zeros in a whole product: zeros, not inf * 0
+    np.testing.assert_array_equal(values(x.grad), np.zeros((2, 3)))
+    x = torch.tensor([1.0, 3.0, INF], requires_grad=True)
+    x.var().backward()
+    np.testing.assert_array_equal(values(x.grad), [-INF, -INF, NAN])  # x - mean: inf - inf
+    for make in (lambda t: t.var(), lambda t: t.std(0, keepdim=True)):
+        x = torch.tensor([2.0], requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # degrees of freedom <= 0
+            make(x).sum().backward()
+        assert np.isnan(values(x.grad)).all()
+    x = torch.tensor([[2.0, 2.0], [1.0, 3.0]], requires_grad=True)
+    x.std(1).sum().backward()
+    np.testing.assert_allclose(values(x.grad), [[0.0, 0.0], [-0.707107, 0.707107]], rtol=1e-5)
 
 
+# --- differences left, with their reasons -----------------------------------------------------
 @pytest.mark.parametrize("torch", LIBS)
 def test_std_over_every_dim_by_an_empty_list(torch):
     """std(dim=[]) reduces every dim in both; PyTorch 2.13's gradient of it is inf (its backward

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import kit.torch as ktorch
-from kit.ops._registry import OPS
+from kit.engine import SAVED_NAMES
 
 torch = pytest.importorskip("torch", reason="PyTorch is the oracle of what each op saves")
 
@@ -174,9 +174,12 @@ SAVES = {
                       "max_pool2d: indices internal, x a"),
     # --- composites: what the last primitive keeps ------------------------------------------
     "prod": Row(lambda T, a: a.prod(), (X,), "ProdBackward0: result out, self a",
-                "mul: a internal, b internal", COMPOSITE.format("prod (a chain of mul)")),
-    "var": Row(lambda T, a: a.var(), (X,), "VarBackward0: self a", "div:",
-               COMPOSITE.format("var (sum of squares / (n - 1))")),
+                "prod: output out, x a"),
+    "prod(dim)": Row(lambda T, a: a.prod(0), (M,), "ProdBackward1: result out, self a",
+                     "prod_dim: output out, x a"),
+    "var": Row(lambda T, a: a.var(), (X,), "VarBackward0: self a", "var: x a"),
+    "std(dim)": Row(lambda T, a: a.std(0), (M,), "StdBackward0: result out, self a",
+                    "std: output out, x a"),
     "norm": Row(lambda T, a: a.norm(), (X,), "LinalgVectorNormBackward0: result out, self a",
                 "where: condition internal", COMPOSITE.format("norm (where(s == 0, 0, sqrt s))")),
     "mse_loss": Row(lambda T, a, b: F(T).mse_loss(a, b), (X, Y),
@@ -254,7 +257,7 @@ def _kit_saves(node, inputs, outputs):
         return value is x or value is x._data
 
     values = node.saved_values()
-    declared = OPS[node.op].saves.split(", ") if OPS[node.op].saves else []
+    declared = list(SAVED_NAMES.get(node.op, ()))  # the engine's names, by the node's op
     names = declared if len(declared) == len(values) else [
         f"saved[{i}]" for i in range(len(values))]
     kept = sorted(f"{name} {_role(v, inputs, outputs, same)}"
@@ -281,8 +284,6 @@ def test_each_op_saves_what_the_table_says(name):
 # output changed in place after the op) or "twice" (a second backward without retain_graph).
 DIFFERENT = {
     ("cross_entropy", "a"): "kit's fused node keeps the logits (see SAVES), PyTorch's does not",
-    ("prod", "out"): "PyTorch's ProdBackward0 keeps the result; kit's chain of mul does not",
-    ("var", "a"): "PyTorch's VarBackward0 keeps x; kit's composite keeps x - mean(x)",
     ("norm", "out"): "PyTorch's norm node keeps the result; kit's composite does not",
     ("mse_loss", "a"): "PyTorch's MseLossBackward0 keeps input and target; kit's composite "
                        "keeps their difference",

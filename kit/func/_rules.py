@@ -110,6 +110,21 @@ def _reduce(fn, x, axis=None, keepdims=False):
     return BatchedTensor(fn(x.value, _axes(x, axis, fn.__name__), keepdims), x.levels)
 
 
+@batch_rule("product")
+def _product(fn, x, axis, keepdims):
+    if axis is None:  # per sample, every element
+        return BatchedTensor(fn(_flat(x), len(x.levels), False), x.levels)
+    return BatchedTensor(fn(x.value, _axes(x, axis, "prod")[0], keepdims), x.levels)
+
+
+@batch_rule("variance")
+def _variance(fn, x, axes, keepdims, correction, whole):
+    # NOTE: per sample, the axes given (every axis of the sample when var had no dim); "whole"
+    # keeps the unbatched gradient's case at no degrees of freedom
+    return BatchedTensor(fn(x.value, _axes(x, axes, "var"), keepdims, correction, whole),
+                         x.levels)
+
+
 def _flat(x):
     """Physical value with the per-sample dims flattened into one trailing dim."""
     return movement.reshape(x.value, batch_shape(x) + (-1,))

@@ -17,7 +17,8 @@ def _mx_name(op):
     name = _MX_NAMES.get(op)
     if name is None:
         declared = OPS.get(op)
-        name = _MX_NAMES[op] = declared.mx[0] if declared is not None and declared.mx else op
+        name = _MX_NAMES[op] = op if declared is None else declared.profile or (
+            declared.mx[0] if declared.mx else op)
     return name
 
 

@@ -25,7 +25,9 @@ A declaration says everything about an op (PyTorch's OpInfo, HIPS autograd's def
 - `array`: for a primitive that is not elementwise, its forward on arrays as kit.compile replays
   it, `array(xp, *args) -> (output, kept)`: `kept` holds what the node saves that the op made
   itself (cross_entropy's probabilities), in the order saved; `()` for most ops. It must check
-  what depends on values (an out-of-range class index), as the primitive does.
+  what depends on values (an out-of-range class index), as the primitive does;
+- `profile`: for a primitive that is not public (var's `variance`), the public op's name that a
+  profile shows (aten::var in PyTorch's spelling, var in MXNet's).
 
 `primitive` gives the forward the one line where a primitive meets vmap, a first statement
 `if VMAP.depth: return VMAP.dispatch(name, fn, *args)` (one attribute read while no vmap
@@ -66,6 +68,7 @@ class Op:
     public: bool = True  # exported by kit.ops (and so kit)
     expr: object = None  # elementwise forward, expr(xp, *args), for kit.compile
     array: object = None  # non-elementwise forward on arrays, for kit.compile
+    profile: str | None = None  # a profile's name for an internal primitive of a public op
 
 
 def _names(value):

@@ -1,8 +1,11 @@
 """Issue 12's tensor functions (masked_fill, prod, all/any, cumsum, var/std, topk, gather,
-scatter_add, einsum; the norms are in norms.py): composites over existing primitives, so they own
-no gradient code and batch under vmap and run on the GPU through those primitives. The exception,
-with its reason: cumsum is a primitive (PyTorch adds in order; a matmul with a triangle of ones
-made inf * 0 = NaN, and kept the triangle)."""
+scatter_add, einsum; the norms are in norms.py): mostly composites over existing primitives, so
+they own no gradient code and batch under vmap and run on the GPU through those primitives. The
+exceptions, with their reasons: cumsum is a primitive (PyTorch adds in order; a matmul with a
+triangle of ones made inf * 0 = NaN, and kept the triangle); prod, var and std are primitives
+(`product`, `variance`, `deviation`) with PyTorch's gradient formulas, which differ from a
+composite's where infinities, NaN or zeros meet (result / x, NaN next to an inf; inf or NaN at
+no degrees of freedom), and keep what PyTorch's nodes keep."""
 
 from __future__ import annotations
 
@@ -14,9 +17,10 @@ import numpy as np
 
 from kit import backend
 from kit._tensor import Tensor
+from kit.engine import OUTPUT
 from kit.ops._record import data_of, dual, record
-from kit.ops._registry import composite, primitive
-from kit.ops.elementwise import eq, ne, sqrt, where
+from kit.ops._registry import SAVED_NAMES, composite, primitive
+from kit.ops.elementwise import eq, ne, sqrt, where, where_
 from kit.ops.movement import astype, getitem, index_put_add, permute, reshape, unsqueeze
 from kit.ops.reductions import all_if_none, mean, normalize_axis, one_dim
 from kit.ops.reductions import sum as sum_
@@ -69,28 +73,90 @@ def _along(x, axis, i):
 
 @composite("prod", methods=("prod",), torch="prod")
 def prod(x, dim=None, keepdim=False, *, dtype=None):
-    """The product along `dim` (all elements if None), a chain of multiplications so that the
-    gradient is right at zeros too: `kit.tensor([2., 3.]).prod()` is 6."""
+    """The product along `dim` (all elements if None); its gradient is PyTorch's: the product
+    over the element where no element is 0, else the product of the others.
+
+    >>> import kit
+    >>> kit.tensor([2., 3.]).prod()
+    tensor(6.)
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"kit.prod: expected a Tensor, got {type(x).__name__}")
     if dtype is not None:
         x = astype(x, dtype)
     elif x.dtype.kind in "bi" or x.dtype.kind == "u":
         x = astype(x, np.int64)  # integers and bools multiply in int64, as in PyTorch
     if dim is None:
-        x, dim, keepdim = reshape(x, (-1,)), 0, False
+        return product(x, None, False)
     if not isinstance(dim, int):
         raise TypeError(f"kit.prod: dim must be one int (PyTorch's prod reduces one dim), got "
                         f"{dim!r}. Fix: call prod once per dim")
     axis = normalize_axis(dim, x.ndim, "prod")
-    if not axis:  # a 0-d tensor
-        return x * 1
-    axis = axis[0]
-    if x.shape[axis] == 0:
-        out = sum_(x, axis) + 1  # the empty product
+    return product(x, axis[0] if axis else None, keepdim)
+
+
+def _prod_rule(node, g, x, y):
+    # NOTE: PyTorch's prod_backward: grad * result / input where no element of the input is 0
+    # (so an inf or NaN anywhere makes the slice's gradient NaN, as there); else the product of
+    # the other elements, from running products on both sides; a whole-tensor product with
+    # several zeros has a zero gradient (outside create_graph, as PyTorch's shortcut).
+    axis, keepdims = node.params
+    d = data_of(x)
+    if d.ndim == 0:
+        return (g,)
+    if axis is None:  # the whole tensor: along one flat axis
+        shape, x, axis = d.shape, reshape(x, (-1,)) if isinstance(x, Tensor) else d.reshape(-1), 0
+        d = data_of(x)
+    elif not keepdims:
+        g, y = _kept(g, axis), _kept(y, axis)
+    zeros = d == 0
+    if not zeros.any():
+        out = g * (y / x)
+    elif node.params[0] is None and not isinstance(g, Tensor) and int(zeros.sum()) > 1:
+        out = backend.get_array_module(d).zeros_like(d)
     else:
-        out = _along(x, axis, 0)
-        for i in range(1, x.shape[axis]):
-            out = out * _along(x, axis, i)
-    return unsqueeze(out, axis) if keepdim else out
+        out = g * _others_product(x, axis)
+    return (out.reshape(shape) if node.params[0] is None else out,)
+
+
+def _kept(v, axis):
+    return unsqueeze(v, axis) if isinstance(v, Tensor) else backend.get_array_module(v).expand_dims(
+        v, axis)
+
+
+def _others_product(x, axis):
+    """Each element's product of the other elements along `axis` (PyTorch's
+    prod_safe_zeros_backward: running products from the left and from the right, exclusive)."""
+    lead = (slice(None),) * axis
+    if not isinstance(x, Tensor):
+        xp = backend.get_array_module(x)
+        ones = xp.ones(x.shape[:axis] + (1,) + x.shape[axis + 1:], dtype=x.dtype)
+        left = xp.cumprod(xp.concatenate([ones, x[lead + (slice(0, -1),)]], axis), axis)
+        flipped = x[lead + (slice(None, 0, -1),)]  # x[1:], reversed
+        right = xp.cumprod(xp.concatenate([ones, flipped], axis), axis)[lead + (slice(None, None,
+                                                                                      -1),)]
+        return left * right
+    from kit.ops.movement import concatenate
+    from kit.ops.statistics import cumprod
+
+    ones = Tensor(backend.get_array_module(x._data).ones(
+        x.shape[:axis] + (1,) + x.shape[axis + 1:], dtype=x.dtype))
+    left = cumprod(concatenate([ones, getitem(x, lead + (slice(0, -1),))], axis), axis)
+    right = cumprod(concatenate([ones, getitem(x, lead + (slice(None, 0, -1),))], axis), axis)
+    return left * getitem(right, lead + (slice(None, None, -1),))
+
+
+@primitive("product", grad=_prod_rule, saves="x, output", batch="product", public=False,
+           profile="prod")
+def product(x, axis, keepdims):
+    """x's product along `axis` (an int, or None for all elements): prod's primitive."""
+    d = x._data
+    xp = backend.get_array_module(d)
+    out = xp.asarray(xp.prod(d, axis=axis, keepdims=keepdims and axis is not None))
+    if out.dtype != d.dtype:
+        out = out.astype(d.dtype)
+    return record("prod" if axis is None else "prod_dim", _prod_rule, out, (x,), (x, OUTPUT),
+                  (axis, keepdims))
 
 
 def _truth(x, dim, keepdim, op, test, found):
@@ -159,11 +225,22 @@ def _correction(unbiased, correction, op):
 @composite("var", methods=("var",), torch="var")
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over `dim`, divided by N - correction (PyTorch 2.x: correction=1 default;
-    unbiased=False is correction=0)."""
-    return _variance(x, dim, unbiased, keepdim, correction, "var")
+    unbiased=False is correction=0). One node, VarBackward0, with PyTorch's gradient."""
+    return variance(x, *_variance_args(x, dim, unbiased, keepdim, correction, "var"))
 
 
-def _variance(x, dim, unbiased, keepdim, correction, op):
+@composite("std", methods=("std",), torch="std")
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """sqrt(var(x, ...)): the standard deviation, with var's correction. One node,
+    StdBackward0: its gradient is 0 where it is 0, as PyTorch's (not sqrt's inf times 0)."""
+    return deviation(x, *_variance_args(x, dim, unbiased, keepdim, correction, "std"))
+
+
+def _variance_args(x, dim, unbiased, keepdim, correction, op):
+    """(axes, keepdim, correction, whole) for the primitives, with PyTorch's checks and its
+    warning for no degrees of freedom."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"kit.{op}: expected a Tensor, got {type(x).__name__}")
     require_floating(x, op)
     if unbiased is not None and not isinstance(unbiased, bool):
         raise TypeError(f"kit.{op}: unbiased must be a bool, got {unbiased!r}. Fix: "
@@ -176,17 +253,82 @@ def _variance(x, dim, unbiased, keepdim, correction, op):
         # an empty input always warns (PyTorch's reduction factor is then 0), whatever the dims
         warnings.warn(f"{op}(): degrees of freedom is <= 0. Correction should be strictly less "
                       f"than the reduction factor (input numel divided by output numel).",
-                      UserWarning, stacklevel=3)
-    centred = x - mean(x, axes, True) if n else x  # (the mean of nothing would warn)
+                      UserWarning, stacklevel=4)
+    # NOTE: "whole" is PyTorch's case of no dim (or a 0-d input), whose gradient at no degrees
+    # of freedom is NaN where x equals the mean and inf elsewhere. dim=[] reduces every dim as
+    # dim=None does, and kit differentiates it so; PyTorch 2.13's backward treats dim=[] as
+    # reducing nothing (N = 1: an inf gradient), which kit does not copy.
+    whole = dim is None or x.ndim == 0 or (isinstance(dim, (tuple, list)) and not dim)
+    return axes, bool(keepdim), c, whole
+
+
+def _variance_array(d, axes, keepdims, correction):
+    n = _count(d, axes) if d.size else 0
+    centred = d - d.mean(axis=axes, keepdims=True) if n else d  # (the mean of nothing warns)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return sum_(centred * centred, axes, keepdim) / max(0, n - c)
+        out = (centred * centred).sum(axis=axes, keepdims=keepdims) / builtins.max(
+            0, n - correction)
+    return backend.get_array_module(d).asarray(out, dtype=d.dtype)
 
 
-@composite("std", methods=("std",), torch="std")
-def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """sqrt(var(x, ...)): the standard deviation, with var's correction; its gradient is 0
-    where it is 0 (as PyTorch's), not sqrt's inf times 0."""
-    return safe_root(_variance(x, dim, unbiased, keepdim, correction, "std"), 2)
+def _variance_grad(g, x, axes, keepdims, correction, whole):
+    """PyTorch's var_backward: (2 / (N - correction)) * grad * (x - mean(x)), on arrays, or on
+    Tensors under create_graph."""
+    d = data_of(x)
+    if d.size == 0:
+        return backend.get_array_module(d).zeros_like(d) if not isinstance(x, Tensor) else \
+            x * 0
+    if not keepdims and axes:
+        kept = tuple(1 if i in axes else n for i, n in enumerate(d.shape))
+        g = g.reshape(kept)
+    if isinstance(x, Tensor):
+        centre = mean(x, axes, True)
+    else:
+        centre = d.mean(axis=axes, keepdims=True)
+    dof = _count(d, axes) - correction
+    if dof <= 0 and whole:
+        inf_or_nan = where_(x == centre, np.nan, np.inf)
+        if not isinstance(inf_or_nan, Tensor):
+            inf_or_nan = inf_or_nan.astype(d.dtype)
+        return g * inf_or_nan
+    scale = 2.0 / dof if dof > 0 else np.inf
+    return scale * g * (x - centre)
+
+
+def _variance_rule(node, g, x):
+    return (_variance_grad(g, x, *node.params),)
+
+
+@primitive("variance", grad=_variance_rule, saves="x", batch="variance", public=False,
+           profile="var")
+def variance(x, axes, keepdims, correction, whole):
+    """var's primitive: the variance over `axes` (a tuple), divided by N - correction."""
+    out = _variance_array(x._data, axes, keepdims, correction)
+    return record("var", _variance_rule, out, (x,), (x,), (axes, keepdims, correction, whole))
+
+
+def _deviation_rule(node, g, x, y):
+    # NOTE: PyTorch's std_backward: var's gradient of grad / (2 * std), 0 where std is 0
+    gv = where_(y == 0, 0.0, g / (y * 2))
+    if not isinstance(gv, Tensor) and gv.dtype != data_of(g).dtype:
+        gv = gv.astype(data_of(g).dtype)
+    return (_variance_grad(gv, x, *node.params),)
+
+
+@primitive("deviation", grad=_deviation_rule, saves="x, output", batch="variance",
+           public=False, profile="std")
+def deviation(x, axes, keepdims, correction, whole):
+    """std's primitive: the square root of the variance over `axes`."""
+    d = x._data
+    out = backend.get_array_module(d).sqrt(_variance_array(d, axes, keepdims, correction))
+    return record("std", _deviation_rule, out, (x,), (x, OUTPUT),
+                  (axes, keepdims, correction, whole))
+
+
+# The nodes are named as PyTorch's (ProdBackward0/1, VarBackward0, StdBackward0), not after the
+# primitives: what they keep is listed under those names too.
+SAVED_NAMES.update(prod=("x", "output"), prod_dim=("x", "output"), var=("x",),
+                   std=("x", "output"))
 
 
 def safe_root(s, p):

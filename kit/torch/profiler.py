@@ -57,7 +57,8 @@ def torch_spelling(event):
         name = _ATEN.get(event.op)
         if name is None:
             declared = OPS.get(event.op)
-            base = declared.torch[0] if declared is not None and declared.torch else event.op
+            base = event.op if declared is None else declared.profile or (
+                declared.torch[0] if declared.torch else event.op)
             name = _ATEN[event.op] = f"aten::{base}"
         return name, None
     return event.name, None
