@@ -92,6 +92,26 @@ STEPS = {
     "prod": lambda T, x, y: x.prod(), "prod_last": lambda T, x, y: x.prod(-1),
     "var": lambda T, x, y: x.var(), "std_0": lambda T, x, y: x.std(0),
     "var_last_keepdim": lambda T, x, y: x.var(-1, keepdim=True, correction=0),
+    # nn.functional and more elementwise maths (real programs' activations and losses)
+    "gelu": lambda T, x, y: T.nn.functional.gelu(x),
+    "gelu_tanh": lambda T, x, y: T.nn.functional.gelu(x, approximate="tanh"),
+    "silu": lambda T, x, y: T.nn.functional.silu(x),
+    "softplus": lambda T, x, y: T.nn.functional.softplus(x),
+    "leaky_relu": lambda T, x, y: T.nn.functional.leaky_relu(x, 0.1),
+    "mse_loss": lambda T, x, y: T.nn.functional.mse_loss(x, y),
+    "bce_logits": lambda T, x, y: T.nn.functional.binary_cross_entropy_with_logits(x, y),
+    "layer_norm": lambda T, x, y: T.nn.functional.layer_norm(x, x.shape[-1:]),
+    "normalize": lambda T, x, y: T.nn.functional.normalize(x, dim=-1),
+    "atan2": lambda T, x, y: T.atan2(x, y), "hypot": lambda T, x, y: T.hypot(x, y),
+    "lerp": lambda T, x, y: T.lerp(x, y, 0.25), "sinh": lambda T, x, y: T.sinh(x),
+    "cosh": lambda T, x, y: T.cosh(x), "atan": lambda T, x, y: T.atan(x),
+    "log2": lambda T, x, y: T.log2(x), "log10": lambda T, x, y: T.log10(x),
+    "rsqrt": lambda T, x, y: T.rsqrt(x), "reciprocal": lambda T, x, y: T.reciprocal(x),
+    "frac": lambda T, x, y: T.frac(x), "trunc": lambda T, x, y: T.trunc(x),
+    "floor": lambda T, x, y: T.floor(x), "round": lambda T, x, y: T.round(x),
+    "nan_to_num": lambda T, x, y: T.nan_to_num(x), "erfinv": lambda T, x, y: T.erfinv(x),
+    "addcmul": lambda T, x, y: T.addcmul(x, x, y, value=0.5),
+    "addcdiv": lambda T, x, y: T.addcdiv(x, x, y, value=0.5),
 }
 # NOTE: x.std(dim=[]) is left out: PyTorch 2.13's gradient of it is inf (its backward divides
 # by N - 1 with N = 1, as if no dim were reduced); kit's is the gradient over every dim.
@@ -105,9 +125,16 @@ INPLACE = {
     "setitem_": lambda t: (t.__setitem__(..., 3), t)[1],
 }
 # kit's composites that keep other values than PyTorch's one node (tests/test_what_ops_save.py,
-# DIFFERENT): left out of the programs that change values in place.
-SAVED_OTHERWISE = {"norm", "norm_inf_last"}
-
+# DIFFERENT): left out of the programs that change values in place. (The activations and losses
+# of nn.functional are composites of primitives; hypot recomputes its result in backward, where
+# PyTorch's HypotBackward0 keeps it and keeps an operand only when that operand needs a
+# gradient; lerp, addcmul and addcdiv are composites too.)
+SAVED_OTHERWISE = {"norm", "norm_inf_last", "gelu", "gelu_tanh", "silu", "softplus",
+                   "leaky_relu", "mse_loss", "bce_logits", "layer_norm", "normalize", "hypot",
+                   "lerp", "addcmul", "addcdiv"}
+# Left out of the programs with infinities: PyTorch 2.13's CPU gelu gives NaN at +inf (its
+# vectorised kernel), where the formula, and kit, give inf.
+FINITE_ONLY = {"gelu"}
 
 
 def _values(dtype, size, nan):
@@ -150,7 +177,7 @@ def programs(nan=False, max_steps=4, inplace=False):
         return st.tuples(st.lists(_leaf(nan, DTYPES[:2]), min_size=1, max_size=3),
                          st.lists(pair, min_size=1, max_size=max_steps // 2).map(
                              lambda pairs: [step for p in pairs for step in p]))
-    step = st.tuples(_spread(sorted(STEPS)), *operands)
+    step = st.tuples(_spread(sorted(set(STEPS) - (FINITE_ONLY if nan else set()))), *operands)
     return st.tuples(st.lists(_leaf(nan), min_size=1, max_size=3),
                      st.lists(step, min_size=1, max_size=max_steps))
 

@@ -189,3 +189,83 @@ def test_std_over_every_dim_by_an_empty_list(torch):
         np.testing.assert_allclose(values(x.grad), [0.288675, -0.57735, 0.288675], rtol=1e-5)
     else:
         assert np.isinf(values(x.grad)).all()
+
+
+# --- found once nn.functional's activations and losses joined the programs --------------------
+@pytest.mark.parametrize("torch", LIBS)
+@pytest.mark.parametrize("op", ["gelu", "silu", "softplus", "leaky_relu"])
+def test_float_only_activations_refuse_integers_and_bools(torch, op):
+    """PyTorch's kernels are float-only: NotImplementedError, not a silent float result."""
+    F = torch.nn.functional
+    for dtype in (torch.int64, torch.uint8, torch.bool):
+        with pytest.raises(NotImplementedError, match="not implemented for"):
+            getattr(F, op)(torch.ones(3, dtype=dtype))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.layer_norm(torch.ones(2, 3, dtype=torch.int64), (3,))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Int'"):
+        F.binary_cross_entropy_with_logits(torch.ones(3, dtype=torch.int32), torch.ones(3))
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_mse_loss_broadcasts_a_target_of_another_shape_with_pytorchs_warning(torch):
+    F = torch.nn.functional
+    with pytest.warns(UserWarning, match=r"Using a target size \(torch.Size\(\[\]\)\) that is "
+                                         r"different to the input size \(torch.Size\(\[3\]\)\)"):
+        loss = F.mse_loss(torch.tensor([1.0, 2.0, 4.0]), torch.tensor(2.0))
+    assert float(loss) == pytest.approx(5 / 3)
+    with pytest.raises(RuntimeError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        F.mse_loss(torch.ones(3), torch.ones(2))  # not broadcastable: the shape error
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_atan2_addcmul_and_lerp_at_their_edges(torch):
+    """atan2's gradient at (0, 0) is 0 and -0 (not NaN); addcmul of integers truncates a float
+    value (0.5 is 0); lerp checks dtypes before refusing bools."""
+    y = torch.tensor([0.0], requires_grad=True)
+    x = torch.tensor([0.0], requires_grad=True)
+    torch.atan2(y, x).backward()
+    assert values(y.grad)[0] == 0 and values(x.grad)[0] == 0
+    assert np.signbit(values(x.grad)[0]) and not np.signbit(values(y.grad)[0])
+    a, b = torch.tensor([1, 2]), torch.tensor([3, 4])
+    for value, want in ((0.5, [1, 2]), (1.5, [4, 10]), (-1.7, [-2, -6])):
+        out = torch.addcmul(a, a, b, value=value)
+        assert out.dtype == torch.int64
+        np.testing.assert_array_equal(values(out), want)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torch.addcmul(*(torch.tensor([True]),) * 3, value=0.5)
+    with pytest.raises(RuntimeError, match="expected dtype"):
+        torch.lerp(torch.tensor([True]), torch.zeros(1, dtype=torch.float64), 0.25)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_layer_norm_and_mse_loss_shapes_and_dtypes_as_pytorch(torch):
+    F = torch.nn.functional
+    with pytest.raises(RuntimeError, match="at least 1-dimensional"):
+        F.layer_norm(torch.tensor(0.5, dtype=torch.float64), ())
+    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[4\]"):
+        F.layer_norm(torch.ones(2, 3), (4,))
+    # integers with a float target compute in float (PyTorch promotes); two integer ones do not
+    assert float(F.mse_loss(torch.tensor([1, 3]), torch.tensor([1.0, 1.0]))) == 2.0
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.mse_loss(torch.tensor([1, 2]), torch.tensor([1, 2], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_softplus_far_left_and_erfinv_keeps_its_input(torch):
+    """softplus(-20) is 2.06e-9 in float32 (log1p, not log(1 + e)); erfinv keeps its input, so
+    changing the input in place before backward is an error (and changing the output is not)."""
+    x = torch.tensor([-20.0], requires_grad=True)
+    torch.nn.functional.softplus(x).backward()
+    assert values(x.grad)[0] == pytest.approx(2.0611537e-09, rel=1e-5)
+    x = torch.tensor([0.3, -0.5], requires_grad=True).clone()
+    y = torch.erfinv(x)
+    x.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    x = torch.tensor([0.3, -0.5], requires_grad=True)
+    y = torch.erfinv(x)
+    z = y * 1
+    y.add_(1)
+    z.sum().backward()
+    np.testing.assert_allclose(values(x.grad), [0.954520, 1.112585], rtol=1e-5)

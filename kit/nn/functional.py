@@ -13,10 +13,10 @@ import warnings
 
 from kit._creation import arange, rand
 from kit.ops import composite, conv
-from kit.ops.composite import _reduce, mse_loss, relu
+from kit.ops.composite import _reduce, floating_input, mse_loss, relu
 from kit.ops.composite import cross_entropy as fused_cross_entropy
 from kit.ops.elementwise import abs as abs_
-from kit.ops.elementwise import clamp, exp, log, sigmoid, sqrt, tanh, where
+from kit.ops.elementwise import clamp, exp, log, log1p, sigmoid, sqrt, tanh, where
 from kit.ops.movement import getitem
 from kit.ops.nn import erf
 from kit.ops.nn import linear as fused_linear
@@ -62,6 +62,7 @@ def log_softmax(input, dim=None, dtype=None):  # noqa: A002
 
 def gelu(input, approximate="none"):  # noqa: A002
     """x * Phi(x), Phi the standard normal CDF (exact), or its tanh approximation."""
+    floating_input("GeluKernelImpl", "gelu", input)
     if approximate == "none":
         return input * 0.5 * (1 + erf(input * (1 / math.sqrt(2.0))))
     if approximate == "tanh":
@@ -72,22 +73,26 @@ def gelu(input, approximate="none"):  # noqa: A002
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
     """x where x > 0, else negative_slope * x."""
+    floating_input("leaky_relu_cpu", "leaky_relu", input)
     out = where(input > 0, input, input * negative_slope)
     return input.copy_(out) if inplace else out
 
 
 def silu(input, inplace=False):  # noqa: A002
     """x * sigmoid(x) (also called swish)."""
+    floating_input("silu_cpu", "silu", input)
     out = input * sigmoid(input)
     return input.copy_(out) if inplace else out
 
 
 def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as PyTorch)."""
+    floating_input("softplus_cpu", "softplus", input)
     scaled = input * beta
     # NOTE: clamped first so the branch that where() discards never overflows to inf (its
     # gradient would be 0 * inf = nan).
-    soft = log(1 + exp(clamp(scaled, max=threshold))) / beta
+    # log1p, as PyTorch: log(1 + exp(-20)) rounds to 0 in float32, log1p keeps 2e-9
+    soft = log1p(exp(clamp(scaled, max=threshold))) / beta
     return where(scaled > threshold, input, soft)
 
 
@@ -117,11 +122,20 @@ def _normalize(x, axes, eps):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
     """Normalise over the trailing `normalized_shape` dims, then scale and shift."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[input.ndim - len(shape):]) != shape:
-        raise ValueError(
-            f"kit.layer_norm: normalized_shape {list(shape)} must match the input's trailing "
-            f"dimensions, got input of shape {list(input.shape)}"
+    if not shape:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+            "one element, but got normalized_shape = [] (kit.layer_norm, as in PyTorch). Fix: "
+            "pass the trailing dims to normalise over, e.g. x.shape[-1:]"
         )
+    if input.ndim < len(shape) or tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)} "
+            f"(kit.layer_norm, as in PyTorch). Fix: normalized_shape must be the input's "
+            f"trailing dimensions"
+        )
+    floating_input("LayerNormKernelImpl", "layer_norm", input)
     out = _normalize(input, tuple(range(input.ndim - len(shape), input.ndim)), eps)
     if weight is not None:
         out = out * weight
@@ -186,6 +200,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
                                      pos_weight=None):
     """Binary cross-entropy of sigmoid(input), computed stably from the logits."""
     _same_shape("binary_cross_entropy_with_logits", input, target)
+    floating_input("log_sigmoid_cpu", "binary_cross_entropy_with_logits", input)
     # log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)) without overflow.
     log_sig_neg = log(1 + exp(-abs_(input))) + relu(-input)
     if pos_weight is None:

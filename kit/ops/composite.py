@@ -7,6 +7,8 @@ and cross-entropy against class indices (kit/ops/losses.py).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from kit import backend
@@ -117,6 +119,20 @@ def _check_reduction(reduction, op):
         )
 
 
+# PyTorch's names of the integer and bool dtypes in "not implemented for 'Long'" errors
+_TORCH_DTYPE_NAMES = {"uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                      "int64": "Long", "bool": "Bool"}
+
+
+def floating_input(kernel, op, x):
+    """PyTorch's NotImplementedError for a float-only kernel given integers or bools (kit would
+    otherwise compute in float and silently return what PyTorch refuses)."""
+    if isinstance(x, Tensor) and x.dtype.kind not in "fc":
+        name = _TORCH_DTYPE_NAMES.get(str(x.dtype), str(x.dtype))
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}' (kit.{op}, as in "
+                                  f"PyTorch). Fix: convert first, e.g. x.float()")
+
+
 def _reduce(loss, reduction, op):
     _check_reduction(reduction, op)
     if reduction == "mean":
@@ -153,12 +169,16 @@ def cross_entropy(logits, target, reduction="mean"):
 
 @composite("mse_loss")
 def mse_loss(input, target, reduction="mean"):  # noqa: A002 - PyTorch's keyword
-    """Mean squared error."""
+    """Mean squared error. As PyTorch: a target of another shape is broadcast, with PyTorch's
+    warning (a bug, almost always), and integer inputs are refused."""
     if tuple(input.shape) != tuple(getattr(target, "shape", input.shape)):
-        raise ValueError(
-            f"kit.mse_loss: input shape {tuple(input.shape)} and target shape "
-            f"{tuple(target.shape)} differ; broadcasting here is almost always a bug. Fix: "
-            f"reshape one of them"
-        )
+        warnings.warn(
+            f"Using a target size (torch.Size({list(target.shape)})) that is different to the "
+            f"input size (torch.Size({list(input.shape)})). This will likely lead to incorrect "
+            f"results due to broadcasting. Please ensure they have the same size. (kit.mse_loss; "
+            f"fix: reshape the target to the input's shape)", UserWarning, stacklevel=2)
+    if not any(getattr(t, "dtype", np.dtype(float)).kind in "fc" for t in (input, target)):
+        floating_input("mse_cpu", "mse_loss", input if input.dtype.itemsize >= getattr(
+            target, "dtype", input.dtype).itemsize else target)  # the computation's dtype
     diff = input - target
     return _reduce(diff * diff, reduction, "mse_loss")

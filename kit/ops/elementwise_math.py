@@ -130,8 +130,10 @@ def _floating(compute):
 
 
 def _atan2_rule(node, g, a, b):
+    # NOTE: at (0, 0) the gradient is 0 (and -0), as PyTorch 2.13's, not 0 / 0 = NaN
     need = node.next_functions
     squared = a * a + b * b
+    squared = where_(squared == 0, 1, squared)
     return (g * b / squared if need[0] else None, -g * a / squared if need[1] else None)
 
 
@@ -233,9 +235,15 @@ def _erfinv(xp, x):
     return cupyx.scipy.special.erfinv(x)
 
 
-erfinv = _unary("erfinv", _erfinv,
-                lambda node, g, y: (g * _SQRT_PI_OVER_2 * exp_(y * y),), "y",
-                inplace=("erfinv_",), torch="erfinv", mx="erfinv")
+def _erfinv_rule(node, g, x):
+    # NOTE: as PyTorch's ErfinvBackward0, the input is kept and erfinv recomputed (so an
+    # in-place change of the input before backward is an error there and here)
+    y = erfinv(x) if isinstance(x, Tensor) else _erfinv(backend.get_array_module(x), x)
+    return (g * _SQRT_PI_OVER_2 * exp_(y * y),)
+
+
+erfinv = _unary("erfinv", _erfinv, _erfinv_rule, "x", inplace=("erfinv_",), torch="erfinv",
+                mx="erfinv")
 
 
 # --- nan_to_num and heaviside ---------------------------------------------------------------
@@ -303,11 +311,11 @@ def lerp(start, end, weight):
     if not isinstance(weight, (Tensor, int, float)):
         raise TypeError(f"kit.lerp: weight must be a number or a Tensor, got "
                         f"{type(weight).__name__}")
-    _floating_only("lerp", start, end, weight)
-    for name, t in (("end", end), ("weight", weight)):
+    for name, t in (("end", end), ("weight", weight)):  # (PyTorch checks the dtypes first)
         if isinstance(t, Tensor) and t.dtype != start.dtype and (name == "end" or t.ndim):
             raise RuntimeError(f"kit.lerp: expected dtype {start.dtype} for `{name}` but got "
                                f"dtype {t.dtype} (as PyTorch). Fix: {name}.to(start.dtype)")
+    _floating_only("lerp", start, end, weight)
     span = end - start
     if not isinstance(weight, Tensor):
         return start + weight * span if abs(weight) < 0.5 else end - span * (1 - weight)
@@ -316,7 +324,15 @@ def lerp(start, end, weight):
 
 @composite("addcmul", methods=("addcmul",), inplace=("addcmul_",), torch="addcmul")
 def addcmul(x, tensor1, tensor2, value=1):
-    """x + value * tensor1 * tensor2 (as torch.addcmul, an optimiser's building block)."""
+    """x + value * tensor1 * tensor2 (as torch.addcmul, an optimiser's building block). As in
+    PyTorch, on integer tensors a float `value` is cast to the integers (truncated: 0.5 is 0),
+    and bool tensors are refused."""
+    kinds = {getattr(t, "dtype", np.dtype(float)).kind for t in (x, tensor1, tensor2)}
+    if kinds == {"b"}:
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool' (kit.addcmul, "
+                                  "as in PyTorch). Fix: convert first, e.g. x.int()")
+    if kinds <= set("biu") and isinstance(value, float):
+        value = int(value)
     product = tensor1 * tensor2
     return x + (product if value == 1 else value * product)
 
