@@ -269,3 +269,25 @@ def test_softplus_far_left_and_erfinv_keeps_its_input(torch):
     y.add_(1)
     z.sum().backward()
     np.testing.assert_allclose(values(x.grad), [0.954520, 1.112585], rtol=1e-5)
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_cumsum_of_negative_zeros_and_mse_loss_of_a_bool_target(torch):
+    """PyTorch's running sum starts from 0: cumsum of -0.0 is +0.0 (1 / it is inf, not -inf);
+    mse_loss computes a bool target in the input's dtype."""
+    out = torch.cumsum(torch.tensor([[-0.0, 1.0], [-0.0, 2.0]]), 0)
+    assert not np.signbit(values(out)).any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loss = torch.nn.functional.mse_loss(torch.tensor(0.5), torch.zeros(2, 3, dtype=torch.bool))
+    assert float(loss) == 0.25
+    with pytest.raises(RuntimeError):
+        torch.addcmul(*(torch.zeros(2, 0, dtype=torch.bool),) * 2, torch.zeros(3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_bce_with_logits_gradient_at_zero(torch):
+    """d/dx at x = 0 is sigmoid(0) - target = 1/2 (a |x| and max(-x, 0) spelling gave 1)."""
+    x = torch.tensor([0.0], requires_grad=True)
+    torch.nn.functional.binary_cross_entropy_with_logits(x, torch.zeros(1)).backward()
+    assert values(x.grad)[0] == 0.5

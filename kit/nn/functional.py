@@ -15,7 +15,6 @@ from kit._creation import arange, rand
 from kit.ops import composite, conv
 from kit.ops.composite import _reduce, floating_input, mse_loss, relu
 from kit.ops.composite import cross_entropy as fused_cross_entropy
-from kit.ops.elementwise import abs as abs_
 from kit.ops.elementwise import clamp, exp, log, log1p, sigmoid, sqrt, tanh, where
 from kit.ops.movement import getitem
 from kit.ops.nn import erf
@@ -201,8 +200,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     """Binary cross-entropy of sigmoid(input), computed stably from the logits."""
     _same_shape("binary_cross_entropy_with_logits", input, target)
     floating_input("log_sigmoid_cpu", "binary_cross_entropy_with_logits", input)
-    # log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)) without overflow.
-    log_sig_neg = log(1 + exp(-abs_(input))) + relu(-input)
+    # -log(sigmoid(x)) is softplus(-x), computed without overflow; its gradient at x = 0 is
+    # -1/2 (the |x| and max(-x, 0) spelling's kinks gave 0 there, where PyTorch's is right)
+    log_sig_neg = softplus(-input)
     if pos_weight is None:
         loss = (1 - target) * input + log_sig_neg
     else:

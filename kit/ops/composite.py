@@ -23,6 +23,7 @@ from kit.ops.losses import (
     cross_entropy_array,
     fused_cross_entropy,
 )
+from kit.ops.movement import broadcast_shapes
 from kit.ops.reductions import mean, normalize_axis
 from kit.ops.reductions import sum as sum_
 
@@ -178,7 +179,12 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - PyTorch's keyword
             f"results due to broadcasting. Please ensure they have the same size. (kit.mse_loss; "
             f"fix: reshape the target to the input's shape)", UserWarning, stacklevel=2)
     if not any(getattr(t, "dtype", np.dtype(float)).kind in "fc" for t in (input, target)):
+        broadcast_shapes(input.shape, getattr(target, "shape", ()))  # shapes first, as PyTorch
         floating_input("mse_cpu", "mse_loss", input if input.dtype.itemsize >= getattr(
             target, "dtype", input.dtype).itemsize else target)  # the computation's dtype
+    if isinstance(target, Tensor) and target.dtype.kind == "b":  # computed in input's dtype,
+        target = target.to(input.dtype)  # as PyTorch (a bool in `-` would be refused)
+    elif input.dtype.kind == "b" and isinstance(target, Tensor):
+        input = input.to(target.dtype)
     diff = input - target
     return _reduce(diff * diff, reduction, "mse_loss")

@@ -28,7 +28,7 @@ from kit.ops.elementwise import (
     where,
     where_,
 )
-from kit.ops.movement import astype
+from kit.ops.movement import astype, broadcast_shapes
 from kit.ops.nn import _ERF
 
 sqrt_ = dual(sqrt, "sqrt")
@@ -311,11 +311,12 @@ def lerp(start, end, weight):
     if not isinstance(weight, (Tensor, int, float)):
         raise TypeError(f"kit.lerp: weight must be a number or a Tensor, got "
                         f"{type(weight).__name__}")
-    for name, t in (("end", end), ("weight", weight)):  # (PyTorch checks the dtypes first)
+    for name, t in (("end", end), ("weight", weight)):  # (PyTorch checks the dtypes first,
         if isinstance(t, Tensor) and t.dtype != start.dtype and (name == "end" or t.ndim):
             raise RuntimeError(f"kit.lerp: expected dtype {start.dtype} for `{name}` but got "
                                f"dtype {t.dtype} (as PyTorch). Fix: {name}.to(start.dtype)")
-    _floating_only("lerp", start, end, weight)
+    broadcast_shapes(*(t.shape for t in (start, end, weight) if isinstance(t, Tensor)))  # shapes
+    _floating_only("lerp", start, end, weight)  # then the kernel's dtypes)
     span = end - start
     if not isinstance(weight, Tensor):
         return start + weight * span if abs(weight) < 0.5 else end - span * (1 - weight)
@@ -327,13 +328,14 @@ def addcmul(x, tensor1, tensor2, value=1):
     """x + value * tensor1 * tensor2 (as torch.addcmul, an optimiser's building block). As in
     PyTorch, on integer tensors a float `value` is cast to the integers (truncated: 0.5 is 0),
     and bool tensors are refused."""
+    product = tensor1 * tensor2  # (shapes are checked first, as in PyTorch)
     kinds = {getattr(t, "dtype", np.dtype(float)).kind for t in (x, tensor1, tensor2)}
     if kinds == {"b"}:
+        broadcast_shapes(x.shape, product.shape)
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool' (kit.addcmul, "
                                   "as in PyTorch). Fix: convert first, e.g. x.int()")
     if kinds <= set("biu") and isinstance(value, float):
         value = int(value)
-    product = tensor1 * tensor2
     return x + (product if value == 1 else value * product)
 
 

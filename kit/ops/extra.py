@@ -207,8 +207,12 @@ def cumsum(x, dim, dtype=None):
     d = x._data
     if not d.ndim:
         return record("cumsum", _cumsum_rule, d.copy(), (x,), (), None)
-    return record("cumsum", _cumsum_rule, backend.get_array_module(d).cumsum(d, axis), (x,), (),
-                  axis)
+    out = backend.get_array_module(d).cumsum(d, axis)
+    if out.dtype.kind in "fc":
+        # NOTE: PyTorch's running sum starts from 0, so -0.0 + ... is never -0.0 there (NumPy
+        # keeps x[0] itself); adding +0.0 changes exactly those signed zeros
+        out += 0.0
+    return record("cumsum", _cumsum_rule, out, (x,), (), axis)
 
 
 _running_sum = dual(cumsum, "cumsum")
