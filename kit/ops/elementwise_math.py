@@ -151,6 +151,8 @@ def _hypot_rule(node, g, a, b):
 
 def _hypot(x, y):
     if _kind(x) != "f" or _kind(y) != "f":
+        np.broadcast_shapes(np.shape(x), np.shape(y))  # shapes first (a ValueError: the shape
+        # error), then the dtypes, as PyTorch
         raise NotImplementedError("\"hypot\" not implemented for integer or bool tensors (kit."
                                   "hypot, as in PyTorch). Fix: convert first, e.g. x.float()")
     return _xp(x, y).hypot(x, y)
