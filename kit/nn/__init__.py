@@ -11,6 +11,21 @@ on the same registration and state-dict code.
 """
 
 from kit.nn import functional, init, utils
+from kit.nn.activations import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    ReLU6,
+    Softmin,
+    Softsign,
+    Tanhshrink,
+)
 from kit.nn.containers import ModuleDict, ModuleList, Sequential
 from kit.nn.conv import AvgPool2d, Conv2d, MaxPool2d
 from kit.nn.layers import (
@@ -30,7 +45,17 @@ from kit.nn.layers import (
     Softplus,
     Tanh,
 )
-from kit.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from kit.nn.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from kit.nn.module import Module
 from kit.nn.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from kit.nn.parameter import Parameter
@@ -42,3 +67,6 @@ __all__ = [
     "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid",
     "Softmax", "Softplus", "Tanh", "functional", "init", "utils",
 ]
+__all__ += ["CELU", "ELU", "GLU", "HuberLoss", "Hardsigmoid", "Hardswish", "Hardtanh",
+            "KLDivLoss", "L1Loss", "LogSigmoid", "Mish", "ReLU6", "SELU", "SmoothL1Loss",
+            "Softmin", "Softsign", "Tanhshrink"]

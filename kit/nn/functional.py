@@ -12,6 +12,7 @@ import math
 import warnings
 
 from kit._creation import arange, rand
+from kit.nn import functional_more as _more
 from kit.ops import composite, conv
 from kit.ops.composite import _reduce, floating_input, mse_loss, relu
 from kit.ops.composite import cross_entropy as fused_cross_entropy
@@ -32,6 +33,8 @@ __all__ = [
 ]
 __all__ += ["avg_pool1d", "conv1d", "cosine_similarity", "interpolate", "max_pool1d",
             "normalize", "one_hot", "pad", "pairwise_distance"]  # issue 12
+__all__ += _more.__all__  # the ELU family, hard activations, L1/Huber/KL losses
+from kit.nn.functional_more import *  # noqa: E402, F403 - re-exported, as listed in __all__
 
 
 def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword

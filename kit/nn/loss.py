@@ -80,3 +80,47 @@ class BCEWithLogitsLoss(_Loss):
             input, target, self._buffers.get("weight"), self.reduction,
             self._buffers.get("pos_weight"),
         )
+
+
+class L1Loss(_Loss):
+    """Mean absolute error."""
+
+    def forward(self, input, target):  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Quadratic below `beta`, linear above."""
+
+    def __init__(self, reduction="mean", beta=1.0):
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input, target):  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Quadratic below `delta`, delta times linear above."""
+
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input, target):  # noqa: A002
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(Module):
+    """KL divergence of log-probabilities `input` from `target` ('batchmean' is the
+    mathematical one)."""
+
+    def __init__(self, reduction="mean", log_target=False):
+        super().__init__()
+        if reduction not in ("mean", "sum", "none", "batchmean"):
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        self.reduction = reduction
+        self.log_target = log_target
+
+    def forward(self, input, target):  # noqa: A002
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

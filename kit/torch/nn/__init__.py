@@ -51,3 +51,26 @@ __all__ = [
     "ModuleDict", "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid",
     "Softmax", "Softplus", "Tanh", "functional", "init", "utils",
 ]
+from kit.nn import (  # noqa: E402 - the ELU family, hard activations, L1/Huber/KL losses
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    LogSigmoid,
+    Mish,
+    ReLU6,
+    SmoothL1Loss,
+    Softmin,
+    Softsign,
+    Tanhshrink,
+)
+
+__all__ += ["CELU", "ELU", "GLU", "HuberLoss", "Hardsigmoid", "Hardswish", "Hardtanh",
+            "KLDivLoss", "L1Loss", "LogSigmoid", "Mish", "ReLU6", "SELU", "SmoothL1Loss",
+            "Softmin", "Softsign", "Tanhshrink"]

@@ -48,3 +48,7 @@ __all__ = [
 ]
 __all__ += ["avg_pool1d", "conv1d", "cosine_similarity", "interpolate", "max_pool1d",
             "normalize", "one_hot", "pad", "pairwise_distance"]  # issue 12
+from kit.nn.functional_more import *  # noqa: E402, F403 - the ELU family, hard activations, losses
+from kit.nn.functional_more import __all__ as _more  # noqa: E402
+
+__all__ += _more

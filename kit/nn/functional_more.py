@@ -1,0 +1,204 @@
+"""More of torch.nn.functional: the ELU family, the hard activations, mish, logsigmoid and the
+shrinks, softmin, glu, and the L1, smooth L1, Huber and KL-divergence losses. Composites of kit's
+primitives, written so that their values and gradients are PyTorch's at the boundaries too
+(hardtanh's and hardsigmoid's gradient is 0 at the bounds, hardswish's is PyTorch's at -3 and
+3), and so that a branch that `where` discards never overflows (its gradient would be NaN).
+Float-only kernels refuse integers with PyTorch's NotImplementedError; the tests compare each
+with PyTorch (tests/test_nn_functional_activations.py).
+
+>>> import kit
+>>> from kit.nn import functional as F
+>>> F.elu(kit.tensor([-1.0, 2.0]))
+tensor([-0.6321,  2.0000])
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from kit.ops.composite import _reduce, floating_input
+from kit.ops.composite import softmax as _softmax
+from kit.ops.elementwise import abs as abs_
+from kit.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, tanh, where
+from kit.ops.movement import broadcast_shapes, getitem
+
+__all__ = ["celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "huber_loss",
+           "kl_div", "l1_loss", "logsigmoid", "mish", "relu6", "selu", "smooth_l1_loss",
+           "softmin", "softsign", "tanhshrink"]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _inplace(input, out, inplace):
+    return input.copy_(out) if inplace else out
+
+
+def elu(input, alpha=1.0, inplace=False):  # noqa: A002 - PyTorch's argument name
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    floating_input("elu_cpu", "elu", input)
+    return _inplace(input, where(input > 0, input, alpha * expm1(clamp(input, max=0))), inplace)
+
+
+def selu(input, inplace=False):  # noqa: A002
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    floating_input("elu_cpu", "selu", input)
+    return _inplace(input, _SELU_SCALE * elu(input, _SELU_ALPHA), inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
+    floating_input("elu_cpu", "celu", input)
+    out = where(input > 0, input, alpha * expm1(clamp(input, max=0) / alpha))
+    return _inplace(input, out, inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    """x clamped to [min_val, max_val]; its gradient is 1 strictly inside, 0 at the bounds and
+    outside (PyTorch's hardtanh_backward; clamp's includes the bounds)."""
+    inside = (input > min_val) & (input < max_val)
+    out = where(inside, input, clamp(input, min_val, max_val).detach())
+    return _inplace(input, out, inplace)
+
+
+def relu6(input, inplace=False):  # noqa: A002
+    """min(max(x, 0), 6): hardtanh(x, 0, 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def softsign(input):  # noqa: A002
+    """x / (1 + |x|)."""
+    return input / (1 + abs_(input))
+
+
+def _softplus(x):
+    # log(1 + exp(x)) without overflow, the same spelling as F.softplus
+    return where(x > 20, x, log1p(exp(clamp(x, max=20))))
+
+
+def mish(input, inplace=False):  # noqa: A002
+    """x * tanh(softplus(x))."""
+    floating_input("mish_cpu", "mish", input)
+    return _inplace(input, input * tanh(_softplus(input)), inplace)
+
+
+def hardswish(input, inplace=False):  # noqa: A002
+    """x * relu6(x + 3) / 6, with PyTorch's gradient: 0 up to -3, x / 3 + 1/2 strictly
+    between, 1 from 3 on."""
+    floating_input("hardswish_cpu", "hardswish", input)
+    middle = input * (input + 3) / 6
+    out = where(input <= -3, input * 0, where(input < 3, middle, input))
+    return _inplace(input, out, inplace)
+
+
+def hardsigmoid(input, inplace=False):  # noqa: A002
+    """x / 6 + 1/2 inside (-3, 3), 0 below, 1 above; gradient 1/6 strictly inside, else 0."""
+    floating_input("hardsigmoid_cpu", "hardsigmoid", input)
+    inside = (input > -3) & (input < 3)
+    # (outside: 0 or 1, and NaN stays NaN, with no gradient)
+    outside = where(input <= -3, 0.0, where(input >= 3, 1.0, input.detach()))
+    out = where(inside, input / 6 + 0.5, outside)
+    return _inplace(input, out, inplace)
+
+
+def logsigmoid(input):  # noqa: A002
+    """log(sigmoid(x)) = -softplus(-x), without overflow."""
+    floating_input("log_sigmoid_cpu", "logsigmoid", input)
+    return 0.0 - _softplus(-input)  # (+0.0 at +inf, as PyTorch; -softplus gives -0.0)
+
+
+def tanhshrink(input):  # noqa: A002
+    """x - tanh(x)."""
+    return input - tanh(input)
+
+
+def softmin(input, dim=None, dtype=None):  # noqa: A002
+    """softmax(-x) along `dim`."""
+    floating_input("softmax_lastdim_kernel_impl", "softmin", input)
+    if dim is None:
+        raise TypeError("kit.softmin: give dim (PyTorch's implicit dim is deprecated)")
+    x = input if dtype is None else input.to(dtype)
+    return _softmax(-x, dim)
+
+
+def glu(input, dim=-1):  # noqa: A002
+    """a * sigmoid(b), a and b the two halves of `input` along `dim`."""
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension "
+                           f"{dim % input.ndim} is size {size} (kit.glu, as in PyTorch)")
+    floating_input("glu_cpu", "glu", input)
+    lead = (slice(None),) * (dim % input.ndim)
+    half = size // 2
+    return getitem(input, lead + (slice(0, half),)) * sigmoid(
+        getitem(input, lead + (slice(half, size),)))
+
+
+def _difference(op, kernel, input, target):
+    """input - target, with PyTorch's warning for a target of another shape (broadcast) and its
+    errors for shapes that do not broadcast, then for integer inputs."""
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(
+            f"Using a target size (torch.Size({list(target.shape)})) that is different to the "
+            f"input size (torch.Size({list(input.shape)})). This will likely lead to incorrect "
+            f"results due to broadcasting. Please ensure they have the same size. (kit.{op}; "
+            f"fix: reshape the target to the input's shape)", UserWarning, stacklevel=3)
+        broadcast_shapes(input.shape, target.shape)
+    if input.dtype.kind not in "fc" and target.dtype.kind not in "fc":
+        if kernel is None:
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
+                               f"either a floating point or complex dtype. Got: "
+                               f"{input.dtype} (kit.{op}, as in PyTorch). Fix: x.float()")
+        floating_input(kernel, op, input)
+    return input - target
+
+
+def l1_loss(input, target, reduction="mean"):  # noqa: A002
+    """|input - target|, reduced."""
+    return _reduce(abs_(_difference("l1_loss", None, input, target)), reduction, "l1_loss")
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (the L1 loss for beta = 0)."""
+    d = abs_(_difference("smooth_l1_loss", "smooth_l1_cpu", input, target))
+    if beta == 0:
+        return _reduce(d, reduction, "smooth_l1_loss")
+    return _reduce(where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction,
+                   "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    d = abs_(_difference("huber_loss", "huber_cpu", input, target))
+    return _reduce(where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction,
+                   "huber_loss")
+
+
+def _xlogx(t):
+    """t * log(t), 0 where t is 0 (PyTorch's xlogy(t, t)); log sees 1 there, so its discarded
+    branch sends no NaN back."""
+    zero = t == 0
+    return where(zero, t * 0, t * log(where(zero, 1.0, t)))
+
+
+def kl_div(input, target, reduction="mean", log_target=False):  # noqa: A002
+    """KL divergence, with `input` log-probabilities: target * (log target - input) (0 where the
+    target is 0), or exp(target) * (target - input) with `log_target`. 'batchmean' divides by
+    the batch size; 'mean', by every element (PyTorch warns that it will change)."""
+    if input.dtype.kind not in "fc" or target.dtype.kind not in "fc":
+        raise RuntimeError("kl_div: Integral inputs not supported. (kit.kl_div, as in PyTorch). "
+                           "Fix: convert first, e.g. x.float()")
+    if log_target:
+        pointwise = exp(target) * (target - input)
+    else:
+        pointwise = _xlogx(target) - target * input
+    if reduction == "batchmean":
+        total = pointwise.sum()
+        return total / input.shape[0] if input.ndim else total
+    if reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.", UserWarning, stacklevel=2)
+    return _reduce(pointwise, reduction, "kl_div")
