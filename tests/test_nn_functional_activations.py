@@ -105,6 +105,10 @@ def test_losses_broadcast_with_pytorchs_warning_and_kl_div_mean_warns(lib):
     assert float(loss) == 1.0
     with pytest.warns(UserWarning, match="'batchmean' divides only by the batch size"):
         F(lib).kl_div(lib.zeros(2, 3), lib.ones(2, 3) / 3)
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmin"):
+        out = F(lib).softmin(lib.tensor([[1.0, 2.0], [3.0, 5.0]]))
+    np.testing.assert_allclose(out.numpy(), [[0.731059, 0.268941], [0.880797, 0.119203]],
+                               rtol=1e-5)
 
 
 MODULES = [("ELU", (), {"alpha": 0.5}), ("SELU", (), {}), ("CELU", (), {"alpha": 2.0}),

@@ -115,8 +115,10 @@ def tanhshrink(input):  # noqa: A002
 def softmin(input, dim=None, dtype=None):  # noqa: A002
     """softmax(-x) along `dim`."""
     floating_input("softmax_lastdim_kernel_impl", "softmin", input)
-    if dim is None:
-        raise TypeError("kit.softmin: give dim (PyTorch's implicit dim is deprecated)")
+    if dim is None:  # PyTorch's deprecated implicit dim, with its warning
+        warnings.warn("Implicit dimension choice for softmin has been deprecated. Change the "
+                      "call to include dim=X as an argument.", UserWarning, stacklevel=2)
+        dim = 0 if input.ndim in (0, 1, 3) else 1
     x = input if dtype is None else input.to(dtype)
     return _softmax(-x, dim)
 
