@@ -111,7 +111,19 @@ STEPS = {
     "floor": lambda T, x, y: T.floor(x), "round": lambda T, x, y: T.round(x),
     "nan_to_num": lambda T, x, y: T.nan_to_num(x), "erfinv": lambda T, x, y: T.erfinv(x),
     "addcmul": lambda T, x, y: T.addcmul(x, x, y, value=0.5),
-    "addcdiv": lambda T, x, y: T.addcdiv(x, x, y, value=0.5),
+    "addcdiv": lambda T, x, y: T.addcdiv(x, x, y if y.is_floating_point() else y.float(),
+                                         value=0.5),  # (an integer divisor: see below)
+    "elu": lambda T, x, y: T.nn.functional.elu(x),
+    "hardtanh": lambda T, x, y: T.nn.functional.hardtanh(x, -0.5, 2.0),
+    "relu6": lambda T, x, y: T.nn.functional.relu6(x),
+    "hardswish": lambda T, x, y: T.nn.functional.hardswish(x),
+    "hardsigmoid": lambda T, x, y: T.nn.functional.hardsigmoid(x),
+    "logsigmoid": lambda T, x, y: T.nn.functional.logsigmoid(x),
+    "softsign": lambda T, x, y: T.nn.functional.softsign(x),
+    "mish": lambda T, x, y: T.nn.functional.mish(x),
+    "l1_loss": lambda T, x, y: T.nn.functional.l1_loss(x, y),
+    "smooth_l1_loss": lambda T, x, y: T.nn.functional.smooth_l1_loss(x, y, beta=0.5),
+    "huber_loss": lambda T, x, y: T.nn.functional.huber_loss(x, y, delta=2.0),
 }
 # NOTE: x.std(dim=[]) is left out: PyTorch 2.13's gradient of it is inf (its backward divides
 # by N - 1 with N = 1, as if no dim were reduced); kit's is the gradient over every dim.
@@ -131,13 +143,18 @@ INPLACE = {
 # gradient; lerp, addcmul and addcdiv are composites too.)
 SAVED_OTHERWISE = {"norm", "norm_inf_last", "gelu", "gelu_tanh", "silu", "softplus",
                    "leaky_relu", "mse_loss", "bce_logits", "layer_norm", "normalize", "hypot",
-                   "lerp", "addcmul", "addcdiv"}
+                   "lerp", "addcmul", "addcdiv", "elu", "hardtanh", "relu6", "hardswish",
+                   "hardsigmoid", "logsigmoid", "softsign", "mish", "l1_loss", "smooth_l1_loss",
+                   "huber_loss"}
 # Left out of the programs with infinities: PyTorch 2.13's CPU gelu gives NaN at +inf (its
 # vectorised kernel), where the formula, and kit, give inf.
 FINITE_ONLY = {"gelu"}
 # Differences left that surveys (`python -m tests.differential N`) can still draw, rarely: PyTorch
-# 2.13's addcdiv backward raises for a 0-d input broadcast against an empty tensor (its gradient
-# check compares the empty shape); kit returns the (empty) gradients.
+# 2.13's addcdiv backward raises when its input was broadcast (a 0-d input against a larger or an
+# empty tensor: its gradient is not summed back to the input's shape); kit sums it, as for any
+# broadcast. And with an integer divisor PyTorch's addcdiv backward raises ("result type Float
+# can't be cast to the desired output type Long"); kit differentiates it: the programs divide by
+# floats.
 
 
 def _values(dtype, size, nan):

@@ -56,7 +56,13 @@ def celu(input, alpha=1.0, inplace=False):  # noqa: A002
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
     """x clamped to [min_val, max_val]; its gradient is 1 strictly inside, 0 at the bounds and
     outside (PyTorch's hardtanh_backward; clamp's includes the bounds)."""
-    inside = (input > min_val) & (input < max_val)
+    if input.dtype.kind == "b":
+        raise RuntimeError("Bool inputs not supported for hardtanh (kit.hardtanh, as in "
+                           "PyTorch). Fix: convert first, e.g. x.float()")
+    if input.dtype.kind in "iu":  # PyTorch keeps the integer dtype (no gradient to shape)
+        return _inplace(input, clamp(input, min_val, max_val).to(input.dtype), inplace)
+    # (PyTorch's test is "not at or beyond a bound": a NaN passes its gradient on)
+    inside = ~((input <= min_val) | (input >= max_val))
     out = where(inside, input, clamp(input, min_val, max_val).detach())
     return _inplace(input, out, inplace)
 
@@ -86,7 +92,8 @@ def hardswish(input, inplace=False):  # noqa: A002
     """x * relu6(x + 3) / 6, with PyTorch's gradient: 0 up to -3, x / 3 + 1/2 strictly
     between, 1 from 3 on."""
     floating_input("hardswish_cpu", "hardswish", input)
-    middle = input * (input + 3) / 6
+    inner = clamp(input, -3, 3)  # (so the discarded middle never overflows: no NaN at +-inf)
+    middle = inner * (inner + 3) / 6
     out = where(input <= -3, input * 0, where(input < 3, middle, input))
     return _inplace(input, out, inplace)
 
@@ -171,6 +178,10 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
 
 def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    if input.dtype.kind in "biu" and target.dtype.kind in "fc":  # computed in input's dtype
+        raise RuntimeError(f"result type {target.dtype} can't be cast to the desired output "
+                           f"type {input.dtype} (kit.huber_loss, as in PyTorch). Fix: "
+                           f"input.float()")
     d = abs_(_difference("huber_loss", "huber_cpu", input, target))
     return _reduce(where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction,
                    "huber_loss")
