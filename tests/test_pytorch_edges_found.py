@@ -291,3 +291,15 @@ def test_bce_with_logits_gradient_at_zero(torch):
     x = torch.tensor([0.0], requires_grad=True)
     torch.nn.functional.binary_cross_entropy_with_logits(x, torch.zeros(1)).backward()
     assert values(x.grad)[0] == 0.5
+
+
+@pytest.mark.parametrize("torch", LIBS)
+def test_losses_promote_a_broadcast_0d_target_as_pytorch(torch):
+    """l1, smooth L1 and MSE broadcast the operands first (PyTorch's broadcast_tensors), so a
+    float64 0-d target makes the loss float64; huber_loss does not, and stays float32."""
+    F = torch.nn.functional
+    x, t = torch.ones(3), torch.tensor(1.0, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = [f(x, t).dtype for f in (F.l1_loss, F.smooth_l1_loss, F.mse_loss, F.huber_loss)]
+    assert got == [torch.float64, torch.float64, torch.float64, torch.float32]

@@ -143,7 +143,7 @@ def glu(input, dim=-1):  # noqa: A002
         getitem(input, lead + (slice(half, size),)))
 
 
-def _difference(op, kernel, input, target):
+def _difference(op, kernel, input, target, expand=True):
     """input - target, with PyTorch's warning for a target of another shape (broadcast) and its
     errors for shapes that do not broadcast, then for integer inputs."""
     if tuple(input.shape) != tuple(target.shape):
@@ -152,7 +152,12 @@ def _difference(op, kernel, input, target):
             f"input size (torch.Size({list(input.shape)})). This will likely lead to incorrect "
             f"results due to broadcasting. Please ensure they have the same size. (kit.{op}; "
             f"fix: reshape the target to the input's shape)", UserWarning, stacklevel=3)
-        broadcast_shapes(input.shape, target.shape)
+        # expanded first, as PyTorch's broadcast_tensors: a 0-d operand then counts in the
+        # dtype promotion like any other (float32 input, float64 0-d target: float64)
+        # (huber_loss does not: its result has the input's dtype then)
+        shape = broadcast_shapes(input.shape, target.shape)
+        if expand:
+            input, target = input.expand(*shape), target.expand(*shape)
     if input.dtype.kind not in "fc" and target.dtype.kind not in "fc":
         if kernel is None:
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
@@ -182,7 +187,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
         raise RuntimeError(f"result type {target.dtype} can't be cast to the desired output "
                            f"type {input.dtype} (kit.huber_loss, as in PyTorch). Fix: "
                            f"input.float()")
-    d = abs_(_difference("huber_loss", "huber_cpu", input, target))
+    d = abs_(_difference("huber_loss", "huber_cpu", input, target, expand=False))
     return _reduce(where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction,
                    "huber_loss")
 

@@ -178,6 +178,9 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - PyTorch's keyword
             f"input size (torch.Size({list(input.shape)})). This will likely lead to incorrect "
             f"results due to broadcasting. Please ensure they have the same size. (kit.mse_loss; "
             f"fix: reshape the target to the input's shape)", UserWarning, stacklevel=2)
+        if isinstance(target, Tensor):  # expanded first, as PyTorch's broadcast_tensors
+            shape = broadcast_shapes(input.shape, target.shape)
+            input, target = input.expand(*shape), target.expand(*shape)
     if not any(getattr(t, "dtype", np.dtype(float)).kind in "fc" for t in (input, target)):
         broadcast_shapes(input.shape, getattr(target, "shape", ()))  # shapes first, as PyTorch
         floating_input("mse_cpu", "mse_loss", input if input.dtype.itemsize >= getattr(
