@@ -177,7 +177,10 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
     d = abs_(_difference("smooth_l1_loss", "smooth_l1_cpu", input, target))
     if beta == 0:
         return _reduce(d, reduction, "smooth_l1_loss")
-    return _reduce(where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction,
+    # the discarded square never overflows (no NaN gradient at inf), and a NaN still reaches it
+    # (PyTorch's gradient there is NaN)
+    near = where(d > beta, beta, d)
+    return _reduce(where(d < beta, 0.5 * near * near / beta, d - 0.5 * beta), reduction,
                    "smooth_l1_loss")
 
 
@@ -188,7 +191,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
                            f"type {input.dtype} (kit.huber_loss, as in PyTorch). Fix: "
                            f"input.float()")
     d = abs_(_difference("huber_loss", "huber_cpu", input, target, expand=False))
-    return _reduce(where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction,
+    near = where(d > delta, delta, d)  # (as in smooth_l1_loss)
+    return _reduce(where(d < delta, 0.5 * near * near, delta * (d - 0.5 * delta)), reduction,
                    "huber_loss")
 
 
