@@ -37,7 +37,9 @@ def _inplace(input, out, inplace):
 def elu(input, alpha=1.0, inplace=False):  # noqa: A002 - PyTorch's argument name
     """x where x > 0, else alpha * (exp(x) - 1)."""
     floating_input("elu_cpu", "elu", input)
-    return _inplace(input, where(input > 0, input, alpha * expm1(clamp(input, max=0))), inplace)
+    # (PyTorch's test is x <= 0 for the exponential side: a NaN passes its gradient on)
+    out = where(input <= 0, alpha * expm1(clamp(input, max=0)), input)
+    return _inplace(input, out, inplace)
 
 
 def selu(input, inplace=False):  # noqa: A002
@@ -49,7 +51,7 @@ def selu(input, inplace=False):  # noqa: A002
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002
     """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
     floating_input("elu_cpu", "celu", input)
-    out = where(input > 0, input, alpha * expm1(clamp(input, max=0) / alpha))
+    out = where(input <= 0, alpha * expm1(clamp(input, max=0) / alpha), input)
     return _inplace(input, out, inplace)
 
 
