@@ -203,6 +203,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     """Binary cross-entropy of sigmoid(input), computed stably from the logits."""
     _same_shape("binary_cross_entropy_with_logits", input, target)
     floating_input("log_sigmoid_cpu", "binary_cross_entropy_with_logits", input)
+    if target.dtype.kind == "b":  # PyTorch computes 1 - target first
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported (kit.binary_cross_entropy_with_logits, as in PyTorch). "
+                           "Fix: target.float()")
+    if target.dtype.kind in "iu":
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_torch_name(target.dtype)} (kit.binary_cross_entropy_with_logits, "
+                           f"as in PyTorch). Fix: target.float()")
     # -log(sigmoid(x)) is softplus(-x), computed without overflow; its gradient at x = 0 is
     # -1/2 (the |x| and max(-x, 0) spelling's kinks gave 0 there, where PyTorch's is right)
     log_sig_neg = softplus(-input)
@@ -272,6 +280,11 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  
     if reduction == "mean":
         return sum_(loss) / sum_(w)
     return _reduce(loss, reduction, "nll_loss")
+
+
+def _torch_name(dtype):
+    return {"uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+            "int64": "Long"}.get(str(dtype), str(dtype))
 
 
 def _same_shape(op, input, target):  # noqa: A002
