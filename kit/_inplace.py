@@ -104,8 +104,17 @@ def _writeable(name, t, index=None):
 def _inplace(name, op, fast=None):
     """An in-place method: `op` is the out-of-place op; `fast(array, value)` updates a NumPy array
     in place when nothing records."""
+    shown = _profiled_name(name)
 
-    def body(self, other, *args, **kwargs):
+    def method(self, other, *args, **kwargs):
+        recorder = STATE.profiler
+        if recorder is not None and not recorder.muted:
+            # NOTE: under kit.profiler, one event of the in-place op's own name (aten::add_, as
+            # PyTorch's); the out-of-place op computing it (this call again, muted) is none
+            from kit.profiler._record import as_one_op
+
+            return as_one_op(recorder, shown, (self, other),
+                             lambda: method(self, other, *args, **kwargs))
         tracing = STATE.tracing
         if tracing is not None and tracing.inplace(self, op, other, args, kwargs):
             return self  # kit.compile recorded it as the out-of-place op
@@ -132,19 +141,6 @@ def _inplace(name, op, fast=None):
             bump_version(self)
             return self
         return _write(name, self, op(_alias(self, name), other, *args, **kwargs))
-
-    shown = _profiled_name(name)
-
-    def method(self, other, *args, **kwargs):
-        recorder = STATE.profiler
-        if recorder is None or recorder.muted:
-            return body(self, other, *args, **kwargs)
-        # NOTE: under kit.profiler, one event of the in-place op's own name (aten::add_, as
-        # PyTorch's); the out-of-place op that computes it is not an event of its own
-        from kit.profiler._record import as_one_op
-
-        return as_one_op(recorder, shown, (self, other), lambda: body(self, other, *args,
-                                                                      **kwargs))
 
     method.__name__ = name
     return method

@@ -14,7 +14,7 @@ import warnings
 from kit._creation import arange, rand
 from kit.nn import functional_more as _more
 from kit.ops import composite, conv
-from kit.ops.composite import _reduce, floating_input, mse_loss, relu
+from kit.ops.composite import _TORCH_DTYPE_NAMES, _reduce, floating_input, mse_loss, relu
 from kit.ops.composite import cross_entropy as fused_cross_entropy
 from kit.ops.elementwise import clamp, exp, log, log1p, sigmoid, sqrt, tanh, where
 from kit.ops.movement import getitem
@@ -209,8 +209,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
                            "Fix: target.float()")
     if target.dtype.kind in "iu":
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                           f"{_torch_name(target.dtype)} (kit.binary_cross_entropy_with_logits, "
-                           f"as in PyTorch). Fix: target.float()")
+                           f"{_TORCH_DTYPE_NAMES.get(str(target.dtype))} "
+                           f"(kit.binary_cross_entropy_with_logits, as in PyTorch). Fix: "
+                           f"target.float()")
     # -log(sigmoid(x)) is softplus(-x), computed without overflow; its gradient at x = 0 is
     # -1/2 (the |x| and max(-x, 0) spelling's kinks gave 0 there, where PyTorch's is right)
     log_sig_neg = softplus(-input)
@@ -280,11 +281,6 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):  
     if reduction == "mean":
         return sum_(loss) / sum_(w)
     return _reduce(loss, reduction, "nll_loss")
-
-
-def _torch_name(dtype):
-    return {"uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-            "int64": "Long"}.get(str(dtype), str(dtype))
 
 
 def _same_shape(op, input, target):  # noqa: A002
