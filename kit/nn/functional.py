@@ -221,6 +221,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
         loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * log_sig_neg
     if weight is not None:
         loss = loss * weight
+    if loss.dtype != target.dtype:  # PyTorch's kernel computes in place into (1 - target): a
+        loss = loss.to(target.dtype)  # float64 input with a float32 target gives float32
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 

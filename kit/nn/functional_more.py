@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import warnings
 
-from kit.ops.composite import _reduce, floating_input
+from kit._promotion import category, result_type
+from kit.ops.composite import _TORCH_DTYPE_NAMES, _reduce, floating_input
 from kit.ops.composite import softmax as _softmax
 from kit.ops.elementwise import abs as abs_
 from kit.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, tanh, where
+from kit.ops._record import record
 from kit.ops.movement import broadcast_shapes, getitem
 
 __all__ = ["celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "huber_loss",
@@ -147,7 +149,8 @@ def glu(input, dim=-1):  # noqa: A002
 
 def _difference(op, kernel, input, target, expand=True):
     """input - target, with PyTorch's warning for a target of another shape (broadcast) and its
-    errors for shapes that do not broadcast, then for integer inputs."""
+    errors for shapes that do not broadcast, then, for the losses with a kernel of their own,
+    for integers (NotImplementedError) and bools (computed in the other operand's dtype)."""
     if tuple(input.shape) != tuple(target.shape):
         warnings.warn(
             f"Using a target size (torch.Size({list(target.shape)})) that is different to the "
@@ -160,12 +163,15 @@ def _difference(op, kernel, input, target, expand=True):
         shape = broadcast_shapes(input.shape, target.shape)
         if expand:
             input, target = input.expand(*shape), target.expand(*shape)
+    if kernel is None:  # l1_loss is (input - target).abs(): integers are kept, bools refused
+        return input - target  # (by `-`), and only the mean refuses integers
     if input.dtype.kind not in "fc" and target.dtype.kind not in "fc":
-        if kernel is None:
-            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
-                               f"either a floating point or complex dtype. Got: "
-                               f"{input.dtype} (kit.{op}, as in PyTorch). Fix: x.float()")
-        floating_input(kernel, op, input)
+        floating_input(kernel, op, input if input.dtype.itemsize >= target.dtype.itemsize
+                       else target)  # (the dtype it would compute in)
+    if target.dtype.kind == "b":  # the kernels take a bool operand in the other's dtype, as
+        target = target.to(input.dtype)  # PyTorch's (a bool in `-` would be refused)
+    elif input.dtype.kind == "b":
+        input = input.to(target.dtype)
     return input - target
 
 
@@ -187,15 +193,39 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
-    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
-    if input.dtype.kind in "biu" and target.dtype.kind in "fc":  # computed in input's dtype
-        raise RuntimeError(f"result type {target.dtype} can't be cast to the desired output "
-                           f"type {input.dtype} (kit.huber_loss, as in PyTorch). Fix: "
-                           f"input.float()")
-    d = abs_(_difference("huber_loss", "huber_cpu", input, target, expand=False))
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); computed in the input's dtype, as
+    PyTorch's kernel does (a float64 target with a float32 input gives a float32 loss)."""
+    promoted = result_type(input, target)
+    if category(promoted) > category(input.dtype):
+        raise RuntimeError(f"result type {_torch_name(promoted)} can't be cast to the desired "
+                           f"output type {_torch_name(input.dtype)} (kit.huber_loss, as in "
+                           f"PyTorch). Fix: input.float()")
+    floating_input("huber_cpu", "huber_loss", input)
+    d = abs_(_difference("huber_loss", "huber_cpu", input,
+                         target if target.dtype == input.dtype else target.to(input.dtype),
+                         expand=False))
     near = where(d > delta, delta, d)  # (as in smooth_l1_loss)
-    return _reduce(where(d < delta, 0.5 * near * near, delta * (d - 0.5 * delta)), reduction,
+    loss = _reduce(where(d < delta, 0.5 * near * near, delta * (d - 0.5 * delta)), reduction,
                    "huber_loss")
+    if input.dtype != target.dtype and loss.requires_grad:  # (see _mixed_huber_rule)
+        found, expected = ((target, input) if input.requires_grad else (input, target))
+        loss = record("huber_loss", _mixed_huber_rule, loss._data.copy(), (loss,),
+                      params=(_torch_name(found.dtype), _torch_name(expected.dtype)))
+    return loss
+
+
+def _torch_name(dtype):
+    return {"float32": "Float", "float64": "Double", "float16": "Half",
+            **_TORCH_DTYPE_NAMES}.get(str(dtype), str(dtype))
+
+
+def _mixed_huber_rule(node, g):
+    # PyTorch 2.13's huber_loss computes a target of another dtype forward (in the input's dtype),
+    # but its backward kernel refuses it: kit raises there too, so what runs here runs there
+    found, expected = node.params
+    raise RuntimeError(f"Found dtype {found} but expected {expected} (kit.huber_loss, backward, as "
+                       f"PyTorch: its backward needs input and target of one dtype). Fix: "
+                       f"target.to(input.dtype) before the loss")
 
 
 def _xlogx(t):
