@@ -294,15 +294,20 @@ class HybridBlock(Block):
 
     def _run_forward(self, *args):
         if self._graph is not None:
-            params = [p._var for p in self._graph_params]
-            if all(v is not None for v in params):  # else: first call, deferred init, eagerly
-                inputs = [a._t if isinstance(a, NDArray) else a for a in args]
-                return _as_ndarrays(self._graph(inputs, [v._t for v in params]))
+            tensors = [a._t if isinstance(a, NDArray) else a for a in args]
+            for p in self._graph_params:
+                v = p._var
+                if v is None:  # first call, deferred init: eagerly
+                    return self.forward(*args)
+                tensors.append(v._t)
+            # NOTE: one flat list of tensors, compiled's fast path (no nesting to walk)
+            return _as_ndarrays(self._graph(*tensors))
         return self.forward(*args)
 
-    def _traced_forward(self, inputs, params):
-        """What hybridize compiles: the forward on Tensors (the Parameters' tensors are passed in,
-        so that a replay reads whichever arrays they hold)."""
+    def _traced_forward(self, *tensors):
+        """What hybridize compiles: the forward on Tensors, given the inputs then the
+        Parameters' tensors (passed in, so that a replay reads whichever arrays they hold)."""
+        inputs = tensors[:len(tensors) - len(self._graph_params)]
         args = [NDArray(t) if isinstance(t, Tensor) else t for t in inputs]
         return _as_tensors(self.forward(*args))
 
