@@ -155,6 +155,12 @@ FINITE_ONLY = {"gelu"}
 # broadcast. And with an integer divisor PyTorch's addcdiv backward raises ("result type Float
 # can't be cast to the desired output type Long"); kit differentiates it: the programs divide by
 # floats.
+# Also left, found by the grid over dtypes and shapes (tests/test_differential_grid.py) with
+# extreme values: PyTorch computes part of atan2's gradient in a uint8 operand's dtype, where a
+# negation wraps (kit's is the derivative); hardswish above 3 is PyTorch's x * 6 / 6, an ulp from
+# x, and inf near float32's largest values (kit gives x); layer_norm of a row whose variance
+# overflows float32 is NaN in PyTorch, finite in kit; softplus's gradient at exactly the
+# threshold is z / (z + 1) in PyTorch, an ulp from kit's.
 
 
 def _values(dtype, size, nan):

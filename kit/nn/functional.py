@@ -16,7 +16,7 @@ from kit.nn import functional_more as _more
 from kit.ops import composite, conv
 from kit.ops.composite import _TORCH_DTYPE_NAMES, _reduce, floating_input, mse_loss, relu
 from kit.ops.composite import cross_entropy as fused_cross_entropy
-from kit.ops.elementwise import clamp, exp, log, log1p, sigmoid, sqrt, tanh, where
+from kit.ops.elementwise import clamp, log, sigmoid, sqrt, tanh, where
 from kit.ops.movement import getitem
 from kit.ops.nn import erf
 from kit.ops.nn import linear as fused_linear
@@ -90,12 +90,7 @@ def silu(input, inplace=False):  # noqa: A002
 def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as PyTorch)."""
     floating_input("softplus_cpu", "softplus", input)
-    scaled = input * beta
-    # NOTE: clamped first so the branch that where() discards never overflows to inf (its
-    # gradient would be 0 * inf = nan).
-    # log1p, as PyTorch: log(1 + exp(-20)) rounds to 0 in float32, log1p keeps 2e-9
-    soft = log1p(exp(clamp(scaled, max=threshold))) / beta
-    return where(scaled > threshold, input, soft)
+    return _more._softplus(input, beta, threshold)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002

@@ -17,11 +17,11 @@ from __future__ import annotations
 import warnings
 
 from kit._promotion import category, result_type
+from kit.ops._record import record
 from kit.ops.composite import _TORCH_DTYPE_NAMES, _reduce, floating_input
 from kit.ops.composite import softmax as _softmax
 from kit.ops.elementwise import abs as abs_
 from kit.ops.elementwise import clamp, exp, expm1, log, log1p, sigmoid, tanh, where
-from kit.ops._record import record
 from kit.ops.movement import broadcast_shapes, getitem
 
 __all__ = ["celu", "elu", "glu", "hardsigmoid", "hardswish", "hardtanh", "huber_loss",
@@ -81,9 +81,16 @@ def softsign(input):  # noqa: A002
     return input / (1 + abs_(input))
 
 
-def _softplus(x):
-    # log(1 + exp(x)) without overflow, the same spelling as F.softplus
-    return where(x > 20, x, log1p(exp(clamp(x, max=20))))
+def _softplus(x, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, and x where beta x > threshold (F.softplus, mish and
+    logsigmoid). where() replaces the values above the threshold first, so the branch it discards
+    never overflows to inf (its gradient would be 0 * inf = NaN); a NaN passes through, as its
+    gradient does in PyTorch (sigmoid(NaN)). log1p, as PyTorch: log(1 + exp(-20)) rounds to 0 in
+    float32, log1p keeps 2e-9."""
+    scaled = x if beta == 1 else x * beta
+    above = scaled > threshold
+    soft = log1p(exp(where(above, 0.0, scaled)))
+    return where(above, x, soft if beta == 1 else soft / beta)
 
 
 def mish(input, inplace=False):  # noqa: A002
@@ -195,6 +202,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
 def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); computed in the input's dtype, as
     PyTorch's kernel does (a float64 target with a float32 input gives a float32 loss)."""
+    broadcast_shapes(input.shape, target.shape)  # shapes first, as PyTorch
     promoted = result_type(input, target)
     if category(promoted) > category(input.dtype):
         raise RuntimeError(f"result type {_torch_name(promoted)} can't be cast to the desired "

@@ -132,6 +132,10 @@ def _floating(compute):
 def _atan2_rule(node, g, a, b):
     # NOTE: at (0, 0) the gradient is 0 (and -0), as PyTorch 2.13's, not 0 / 0 = NaN
     need = node.next_functions
+    if need[1] and a.dtype.kind == "b":  # PyTorch's rule negates y, which it refuses for bools
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported "
+                           "(kit.atan2, backward, as in PyTorch: the gradient of x is -y / (y^2 "
+                           "+ x^2), with y bool). Fix: atan2(y.float(), x)")
     squared = a * a + b * b
     squared = where_(squared == 0, 1, squared)
     return (g * b / squared if need[0] else None, -g * a / squared if need[1] else None)
