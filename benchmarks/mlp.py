@@ -62,9 +62,9 @@ def numpy_step_fn(x, y, params):
 
 def kit_step_fn(x, y, params, compiled=False):
     """One kit step: forward, loss.backward(), SGD under no_grad, grads set to None. With
-    `compiled`, the forward and the loss are one function compiled by kit.compile, and the
-    update is kit.optim.SGD's step (as a PyTorch user writes a compiled training step: the
-    optimiser runs on arrays, kit/optim/maths.py), then zero_grad()."""
+    `compiled`, the whole training step is one function compiled by kit.compile: the forward
+    and the loss, loss.backward(), kit.optim.SGD's step and zero_grad() (a replay runs the
+    forward and the graph's reverse schedule on arrays, then the optimiser's calls)."""
     xt, yt = kit.tensor(x), kit.tensor(y)
     ps = [(kit.tensor(w, requires_grad=True), kit.tensor(b, requires_grad=True))
           for w, b in params]
@@ -78,14 +78,18 @@ def kit_step_fn(x, y, params, compiled=False):
         return kit.cross_entropy(h, labels)
 
     if compiled:
-        loss_of, opt = kit.compile(forward), SGD(flat, lr=LR)
+        opt = SGD(flat, lr=LR)
 
-        def step():
-            loss = loss_of(xt, yt)
+        @kit.compile
+        def train_step(h, labels):
+            loss = forward(h, labels)
             loss.backward()
             opt.step()
             opt.zero_grad()
-            return loss.item(), [p.data for p in flat]
+            return loss
+
+        def step():
+            return train_step(xt, yt).item(), [p.data for p in flat]
 
         return step
 

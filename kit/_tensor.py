@@ -217,6 +217,8 @@ class Tensor:
 
     @grad.setter
     def grad(self, value):
+        if STATE.tracing is not None:  # kit.compile: a replay would not set it
+            STATE.tracing.observe(self, "grad")
         if value is not None and not isinstance(value, Tensor):
             raise TypeError(f"assigned grad must be a Tensor or None, got {type(value).__name__}")
         if value is not None:

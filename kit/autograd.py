@@ -75,8 +75,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     tensor([2., 4.])
     """
     outputs = _as_tuple(tensors)
-    if STATE.tracing is not None:  # inside kit.compile's trace: the function runs eagerly
-        STATE.tracing.observe(None, "backward")
+    # inside kit.compile's trace: one scalar loss's backward is recorded (and run) by the trace,
+    # to be replayed; any other runs eagerly, and so does the function
+    if STATE.tracing is not None and STATE.tracing.backward(outputs, grad_tensors, retain_graph,
+                                                            create_graph, inputs):
+        return
     if retain_graph is None:
         retain_graph = create_graph
     roots, grads = _root_grads(outputs, grad_tensors, create_graph, "backward")

@@ -73,9 +73,29 @@ def _setitem_input(x):
 
 
 def _backward(x):
+    y = x * 2
+    y.backward(kit.ones_like(y))  # the break (a replay repeats only a scalar loss's backward)
+    return y.sum()
+
+
+def _after_backward(x):
     y = (x * 2).sum()
-    y.backward()  # the break
-    return y
+    y.backward()
+    return y * 3  # the break
+
+
+def _set_grad(x):
+    x.grad = None  # the break
+    return x * 2
+
+
+_W = kit.tensor([1.0, 2.0], requires_grad=True)
+_OPT = kit.optim.SGD([_W], lr=0.1)
+
+
+def _effect(x):
+    _OPT.step(lambda: None)  # the break
+    return x * 2
 
 
 def _hook(x):
@@ -110,6 +130,7 @@ def _output(x):
 SPLIT = {"bool": _bool, "item": _item, "float": _float, "index": _index, "tolist": _tolist}
 EAGER = {"print": _print, "format": _format, "numpy": _numpy, "numpy_function": _numpy_function,
          "inplace": _inplace_input, "setitem": _setitem_input, "backward": _backward,
+         "after_backward": _after_backward, "grad": _set_grad, "effect": _effect,
          "hook": _hook, "random": _foreign_random, "leaf": _leaf, "transform": _transform,
          "seed": _seed, "output": _output}
 WHAT = {"float": "item", "format": "print", "setitem": "inplace"}
@@ -151,7 +172,7 @@ def test_a_value_read_into_python_splits_the_graph_with_a_guard(name):
 def test_what_a_replay_cannot_repeat_makes_the_function_run_eagerly(name, capsys):
     fn = EAGER[name]
     compiled = kit.compile(fn)
-    x = _x(requires_grad=name in ("backward", "hook"))
+    x = _x(requires_grad=name in ("backward", "after_backward", "hook"))
     kit.manual_seed(0)
     want = _values(fn(x.detach().clone().requires_grad_(x.requires_grad)))
     kit.manual_seed(0)
@@ -174,7 +195,8 @@ def test_fullgraph_refuses_every_break_naming_the_line_and_the_reason(name):
     fn = {**SPLIT, **EAGER}[name]
     what = WHAT.get(name, name)
     with pytest.raises(CompileError) as raised:
-        kit.compile(fn, fullgraph=True)(_x(requires_grad=name in ("backward", "hook")))
+        kit.compile(fn, fullgraph=True)(_x(requires_grad=name in ("backward", "after_backward",
+                                                                "hook")))
     message = str(raised.value)
     assert f"graph break ({what})" in message
     assert f"{__file__}:{_break_line(fn)}" in message
@@ -243,22 +265,24 @@ def test_a_value_read_after_a_fused_kernel_is_guarded_on_what_eager_code_compute
             np.testing.assert_allclose(compiled(x, w).numpy(), f(x, w).numpy(), rtol=1e-6)
     assert compiled.size() == 2 and not compiled.explain()["eager"]  # a graph per value read
 def test_an_optimizer_step_inside_runs_eagerly_and_updates_on_every_call():
-    """kit.optim updates parameters on their arrays (kit/optim/maths.py), below the ops a trace
-    records: a replay would skip the update, so the function runs eagerly."""
+    """A replay cannot set .grad, nor compute after an optimiser's step (it runs the whole
+    forward first): this function runs eagerly. (tests/test_compile_train_step.py has the
+    training steps a replay repeats.)"""
     w = kit.tensor([1.0, 2.0], requires_grad=True)
     opt = kit.optim.SGD([w], lr=0.5)
 
     def step(g):
         w.grad = g
-        opt.step()  # the break
-        return w * 1
+        opt.step()
+        return w * 1  # the break
 
     compiled = kit.compile(step)
     g = kit.tensor([1.0, -1.0])
     for want in ([0.5, 2.5], [0.0, 3.0], [-0.5, 3.5]):
         np.testing.assert_array_equal(compiled(g).detach().numpy(), want)
     info = compiled.explain()
-    assert info["eager"] and info["breaks"][0]["what"] == "inplace"
-    assert info["breaks"][0]["line"] == _break_line(step)
-    with pytest.raises(CompileError, match="graph break \\(inplace\\)"):
+    assert info["eager"] and info["breaks"][0]["what"] == "grad"  # (w.grad = g)
+    assert info["breaks"][1]["what"] == "after_backward"  # (w * 1 after the step)
+    assert info["breaks"][1]["line"] == _break_line(step)
+    with pytest.raises(CompileError, match="graph break \\(grad\\)"):
         kit.compile(step, fullgraph=True)(g)

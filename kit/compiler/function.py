@@ -120,6 +120,13 @@ class CompiledFunction:
             return result  # the trace ran the function eagerly: that is this call's result
         inputs = tensors + [t for _, t in graph.captured]
         program = Program(graph, config, config.fuse if self.fuse is None else self.fuse)
+        if graph.effects:
+            # NOTE: the trace ran the backward and the optimiser's calls for real: replayed
+            # now, they would run twice. The trace's result is this call's.
+            program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
+            self.cache.setdefault(key, []).append(program)
+            self.last = program
+            return result
         rng.restore(states)  # the replay draws what the eager call would have drawn
         try:
             result = program.call(inputs)
@@ -171,6 +178,11 @@ def compile(fn=None, *, fullgraph=False, dynamic=None, cache_size_limit=None,  #
     dtypes, devices and requires_grad flags, and replay that graph afterwards: one flat list of
     array calls forward and a reverse schedule computed once, with elementwise runs fused into
     one kernel. The call is one node in the caller's graph, so `backward()` goes through it.
+
+    A whole training step compiles too: `loss.backward()` of one scalar loss and an optimiser's
+    `step()`/`zero_grad()` (or a scheduler's `step()`) are recorded as effects, which a replay
+    makes after the forward, in order (the backward on arrays, from the graph's own reverse
+    schedule; the optimiser's calls as Python); nothing may be computed after them.
 
     Python that reads tensor values (`if t > 0:`, `t.item()`) splits the graph and guards on
     the value; printing, `.numpy()`, in-place changes of inputs make `fn` run eagerly.

@@ -14,6 +14,11 @@ was passed, so that it can be replayed on other data:
 - "guard": Python read a value (`if t > 0:`, `t.item()`): the graph is split there, and a replay
   checks that the value is the one the trace saw.
 
+Besides the steps, `effects`: what the function did after (or around) its forward that a replay
+makes again, in order, once the forward has run: "backward" (`loss.backward()` of one scalar
+loss, whose slot is an extra, hidden output) and "effect" (an optimiser's step or zero_grad, a
+scheduler's step, called again as Python).
+
 `Graph.describe()` is the plain-data view that tests, lessons and kit.viz read.
 """
 
@@ -147,6 +152,10 @@ class Graph:
     rebuild: object = None  # output leaves -> the function's return structure
     breaks: list = field(default_factory=list)
     groups: list = field(default_factory=list)  # fused groups (kit/compiler/fusion.py)
+    # calls a replay makes after the forward, in order: "backward" (loss.backward(), from the
+    # slot in args) and "effect" (an optimiser's step or zero_grad, a scheduler's step)
+    effects: list = field(default_factory=list)
+    hidden: int = 0  # outputs at the end that the function does not return (a backward's loss)
 
     @property
     def eager(self):
@@ -180,10 +189,13 @@ class Graph:
         return {
             "name": self.name, "steps": steps, "groups": groups,
             "inputs": list(self.inputs), "captured": [s for s, _ in self.captured],
-            "outputs": [r.slot if isinstance(r, Ref) else None for r in self.outputs],
+            "outputs": [r.slot if isinstance(r, Ref) else None
+                        for r in self.outputs[:len(self.outputs) - self.hidden]],
             "slots": [(s.kind, s.shape, str(s.dtype)) for s in slots],
             "breaks": [{"what": b.what, "reason": b.reason, "line": b.where[1],
                         "split": b.split, "message": b.message()} for b in self.breaks],
+            "effects": [{"kind": s.kind, "call": s.name, "line": s.where[1]}
+                        for s in self.effects],
             "counts": self.counts(),
         }
 
@@ -196,6 +208,7 @@ class Graph:
             "fused_ops": sum(len(g.members) for g in self.groups),
             "islands": sum(1 for s in ops if s.kind == "island"),
             "kernels": len(ops) - sum(len(g.members) - 1 for g in self.groups),
+            "effects": len(self.effects),
         }
 
 

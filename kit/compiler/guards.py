@@ -38,8 +38,20 @@ REASONS = {  # what -> (why the graph breaks there, how to avoid it)
     "inplace": ("an in-place change of a tensor the function did not make itself (an input, "
                 "a captured tensor, a view, or a value saved for backward)",
                 "use the out-of-place op (x = x + 1), or clone first (x = x.clone())"),
-    "backward": ("backward()/grad() runs inside the function",
-                 "compile the forward (the loss) and call backward() outside"),
+    "backward": ("backward()/grad() runs inside the function in a form a replay cannot repeat "
+                 "(kit.grad, several roots, a non-scalar root, a gradient given, retain_graph, "
+                 "create_graph, inputs=, anomaly mode or saved-tensor hooks)",
+                 "call loss.backward() on one scalar loss traced in the function, or call "
+                 "backward outside"),
+    "after_backward": ("an operation after loss.backward() or optimizer.step() in the function "
+                       "(a replay runs the whole forward first, then the backward and the "
+                       "optimiser's calls, in their order)",
+                       "compute everything before loss.backward(); end the function with the "
+                       "backward and the optimiser's step and zero_grad"),
+    "effect": ("a call with a closure, or one that returns a value, on an optimiser or a "
+               "scheduler inside the function", "call step() without a closure, or outside"),
+    "grad": ("a .grad is set inside the function (a replay would not set it)",
+             "use optimizer.zero_grad() (replayed), or set it outside"),
     "hook": ("a gradient hook is registered inside the function",
              "register hooks outside the compiled function"),
     "random": ("random numbers are drawn outside kit's random functions (kit.rand, kit.randn, "

@@ -15,14 +15,16 @@ the same ops as eager code, so the same second derivatives.
 
 from __future__ import annotations
 
-from kit import _views
+import numpy as np
+
+from kit import _views, backend
 from kit._tensor import Tensor, version_counter
 from kit.compiler import kernels
 from kit.compiler.codegen import Writer, output_slots
 from kit.compiler.fusion import groups as find_groups
 from kit.compiler.fusion import reductions
 from kit.compiler.graph import Ref, interpret
-from kit.engine import FREED, NO_EDGE, Node, _fit, _freed_message, run_backward
+from kit.engine import FREED, NO_EDGE, Node, _accumulate, _fit, _freed_message, run_backward
 from kit.grad_mode import STATE, enable_grad, no_grad
 
 
@@ -72,6 +74,11 @@ class Program:
                           for s, _ in self.grad_outputs)
         self.plan = _outputs(graph, self.input_slots, dict(self.grad_outputs))
         self.checked_output_slots = [self.grad_outputs[k][0] for k in self.checked_outputs]
+        # the calls made after the forward (a backward, an optimiser's step...), and the index
+        # among the node's outputs of the loss a backward starts from
+        self.effects = graph.effects
+        self.root_k = next((dict(self.grad_outputs).get(s.args[0].slot) for s in self.effects
+                            if s.kind == "backward"), None)
 
     def call(self, tensors):
         """Run on `tensors` (inputs then captured); the function's outputs, as it returns them."""
@@ -107,7 +114,40 @@ class Program:
             node.out_vc = tuple(version_counter(
                 made[slot] if slot in made else tensors[self.input_slots.index(slot)])
                 for slot in self.checked_output_slots)
+        if self.effects:
+            self._effects(tensors, values, saved, node)
+            if self.graph.hidden:
+                values = values[:len(values) - self.graph.hidden]
         return self.graph.rebuild(values)
+
+    def _effects(self, tensors, values, saved, node):
+        """The calls the traced function made after its forward, in order: an optimiser's or a
+        scheduler's (made again, as Python), and loss.backward(): the graph's own reverse
+        schedule on arrays, its gradients accumulated into the leaves' .grad as the engine
+        does. Where the engine would do more (hooks on a leaf, a captured tensor that is not a
+        leaf, a profiler, anomaly mode, an opaque call inside) the engine runs it, from this
+        call's node."""
+        for step in self.effects:
+            if step.kind == "effect":
+                step.fn()
+                continue
+            root = values[-1]._data  # (the loss: the hidden output, last)
+            xp = backend.get_array_module(root)
+            if STATE.profiler is not None or STATE.extras or self.generic or any(
+                    want and (t._grad_fn is not None or t._hooks is not None or
+                              t._base is not None)
+                    for want, t in zip(self.wants, tensors, strict=True)):
+                run_backward([(node, self.root_k)], [xp.ones_like(root)])
+                continue
+            grads = [None] * len(self.grad_outputs)
+            grads[self.root_k] = xp.ones_like(root)
+            with np.errstate(all="ignore"):  # (as the engine's reverse pass)
+                found = self.backward(saved, *grads)
+            node.release()  # (retain_graph=False: a second backward is PyTorch's error)
+            owned = set()
+            for want, t, g in zip(self.wants, tensors, found, strict=False):
+                if want and g is not None:
+                    _accumulate(t, g, False, owned)
 
     def _profiled(self, recorder, arrays):
         """The forward as one profiler event, "CompiledFunction" as PyTorch names it; the fused

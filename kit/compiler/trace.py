@@ -98,6 +98,7 @@ class Tracer:
         self.outer = None
         self.level = 0
         self.drawing = False  # a traced random op is drawing: the watched generators allow it
+        self.frozen = False  # a backward or an optimiser step ran: no op may follow it
         self.thread = threading.get_ident()
         self.definition = user_line()  # the traced function's `def` line, when it has one
 
@@ -128,6 +129,10 @@ class Tracer:
                 self.unsplittable("output", self.definition)
                 graph.outputs.append(leaf)
         graph.rebuild = rebuild
+        for step in graph.effects:  # the loss a backward starts from: an output of the graph's
+            if step.kind == "backward":  # own, not returned (its reverse schedule starts there)
+                graph.outputs.append(step.args[0])
+                graph.hidden += 1
         graph.prune()
         return graph
 
@@ -137,6 +142,8 @@ class Tracer:
         if STATE.transforms != self.level or _batched(args):
             self.unsplittable("transform", user_line())
             return self.outer["dispatch"](op, fn, *args)
+        if self.frozen:
+            self.unsplittable("after_backward", user_line())
         with Paused(self):
             out = fn(*args)
         self._record("op", op, fn, args, {}, out)
@@ -148,6 +155,8 @@ class Tracer:
         if STATE.transforms != self.level:
             self.unsplittable("transform", user_line())
             return self.outer["function"](cls, args, kwargs)
+        if self.frozen:
+            self.unsplittable("after_backward", user_line())
         form = None
         with Paused(self):
             out = cls.apply(*args, **kwargs)
@@ -169,6 +178,8 @@ class Tracer:
         """A tensor made in the traced function: made again on every call."""
         if kwargs.get("requires_grad"):
             self.unsplittable("leaf", user_line())
+        if self.frozen:
+            self.unsplittable("after_backward", user_line())
         with Paused(self):
             self.drawing = name in RANDOM
             try:
@@ -182,6 +193,9 @@ class Tracer:
         """Python reads tensor `t` (`what`: a key of REASONS). A value read into Python becomes a
         guard; anything else makes the function run eagerly."""
         where = user_line()
+        if self.frozen and what != "backward":
+            self.unsplittable("after_backward", where)
+            return
         if what not in GUARDED or isinstance(t, BatchedTensor):
             self.unsplittable(what, where)
             return
@@ -196,6 +210,9 @@ class Tracer:
         recorded as the out-of-place op with `t` now naming the result; True if so. Otherwise a
         break, and the caller changes `t` in place as eager code does."""
         slot = self.by_id.get(id(t))
+        if self.frozen:
+            self.unsplittable("after_backward", user_line())
+            return False
         if slot is None or self.graph.slots[slot].kind != "value" or t._base is not None or \
                 slot in self.saved_slots or self._has_views(t):
             self.unsplittable("inplace", user_line())
@@ -212,6 +229,50 @@ class Tracer:
         bump_version(t)
         self.by_id[id(t)] = self.by_id[id(result)]
         return True
+
+    def backward(self, outputs, gradient, retain_graph, create_graph, inputs):
+        """`loss.backward()` in the traced function. One scalar loss the trace computed, with
+        nothing asked of the pass that a replay could not repeat, is recorded (a "backward"
+        effect: a replay runs the graph's own reverse schedule and accumulates into the leaves'
+        .grad, as the engine does) and run now; True if so. Otherwise a break (the caller runs
+        it eagerly). Nothing may be computed after it."""
+        where = user_line()
+        root = outputs[0] if len(outputs) == 1 else None
+        slot = self.by_id.get(id(root)) if isinstance(root, Tensor) else None
+        if self.frozen or slot is None or self.graph.slots[slot].kind != "value" or \
+                gradient is not None or retain_graph or create_graph or inputs is not None or \
+                root._data.size != 1 or not root._rg or STATE.extras:
+            self.unsplittable("backward", where)
+            return False
+        self.graph.effects.append(Step("backward", "backward", None, (Ref(slot),), {}, (),
+                                       where))
+        self.frozen = True
+        with Paused(self):
+            from kit.autograd import backward
+
+            backward(root)
+        return True
+
+    def effect(self, kind, call, changes_parameters, args, kwargs):
+        """An optimiser's step or zero_grad, or a scheduler's step, in the traced function:
+        recorded as a call the replay makes again, in order after the backward (it touches
+        .grad, learning rates, and with `changes_parameters` the parameters: then nothing may
+        be computed after it). Arguments that are tensors or closures, or a value returned,
+        make the function run eagerly."""
+        where = user_line()
+        refused = any(callable(a) or isinstance(a, Tensor) for a in (*args, *kwargs.values()))
+        if refused:
+            self.unsplittable("effect", where)
+        with Paused(self):  # (the function runs eagerly if refused: nothing to record inside)
+            result = call()
+        if refused:
+            return result
+        if result is not None:
+            self.unsplittable("effect", where)
+            return result
+        self.graph.effects.append(Step("effect", kind, call, (), {}, (), where))
+        self.frozen = self.frozen or changes_parameters
+        return None
 
     def unsplittable(self, what, where):
         """A break that cannot be a guard: the function will run eagerly."""

@@ -165,6 +165,8 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
     >>> mx.autograd.backward(y); x.grad.asnumpy()
     array([3., 3.], dtype=float32)
     """
+    if STATE.tracing is not None:  # kit.compile: the buffers below are not replayed: eagerly
+        STATE.tracing.observe(None, "backward")
     heads, outputs, grads = _heads(heads, head_grads, "backward")
     # NOTE: the engine's own reverse pass accumulates into the leaves' kit-level .grad, which an
     # MXNet variable does not use: cleared first and restored after, each variable's fresh

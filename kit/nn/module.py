@@ -14,10 +14,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 
 from kit._tensor import Tensor
-from kit.grad_mode import no_grad
+from kit.grad_mode import STATE, no_grad
 from kit.nn import state
 from kit.nn.hooks import ModuleHooks
 from kit.nn.parameter import Parameter
@@ -247,6 +248,9 @@ class Module(ModuleHooks):
 
     def zero_grad(self, set_to_none=True):
         """Reset every parameter's `.grad` (to None by default, as PyTorch 2)."""
+        if STATE.tracing is not None:  # inside kit.compile's trace: a call its replay makes again
+            return STATE.tracing.effect(f"{type(self).__name__}.zero_grad", functools.partial(
+                self.zero_grad, set_to_none), False, (set_to_none,), {})
         for param in self.parameters():
             zero_grad(param, set_to_none)
 

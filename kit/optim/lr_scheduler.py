@@ -16,12 +16,38 @@ ReduceLROnPlateau, driven by a metric.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
+
+from kit._modes import STATE
+
+
+def _replayed(method):
+    """`step` as a call kit.compile's replay makes again (a scheduler stepped inside a compiled
+    training step changes the rates on every call, not only while tracing)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        tracing = STATE.tracing
+        if tracing is not None:
+            return tracing.effect(f"{type(self).__name__}.step",
+                                  functools.partial(wrapper, self, *args, **kwargs), False,
+                                  args, kwargs)
+        return method(self, *args, **kwargs)
+
+    wrapper.replayed = True
+    return wrapper
 
 
 class LRScheduler:
     """Base class: sets each group's lr from `get_lr()` on every `step()`."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        method = cls.__dict__.get("step")
+        if callable(method) and not getattr(method, "replayed", False):
+            cls.step = _replayed(method)
 
     def __init__(self, optimizer, last_epoch=-1):
         self.optimizer = optimizer
@@ -46,6 +72,7 @@ class LRScheduler:
     def get_last_lr(self):
         return list(self._last_lr)
 
+    @_replayed
     def step(self):
         self._step_count += 1
         self.last_epoch += 1

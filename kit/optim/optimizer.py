@@ -43,6 +43,11 @@ def _profiled(method):
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
+        tracing = STATE.tracing
+        if tracing is not None:  # inside kit.compile's trace: a call its replay makes again
+            return tracing.effect(f"{type(self).__name__}.{kind}",
+                                  functools.partial(wrapper, self, *args, **kwargs),
+                                  kind == "step", args, kwargs)
         recorder = STATE.profiler
         if recorder is None:
             return method(self, *args, **kwargs)
