@@ -34,7 +34,18 @@ __all__ = [
 __all__ += ["avg_pool1d", "conv1d", "cosine_similarity", "interpolate", "max_pool1d",
             "normalize", "one_hot", "pad", "pairwise_distance"]  # issue 12
 __all__ += _more.__all__  # the ELU family, hard activations, L1/Huber/KL losses
+from kit.nn import attention as _attention  # noqa: E402, I001 - the families re-exported below
+from kit.nn import functional_losses as _losses  # noqa: E402
+from kit.nn import functional_norm_pool as _norm_pool  # noqa: E402
+from kit.nn import functional_thresholds as _thresholds  # noqa: E402
+from kit.nn.attention import *  # noqa: E402, F403 - scaled_dot_product_attention
+from kit.nn.functional_losses import *  # noqa: E402, F403 - margin and likelihood losses
 from kit.nn.functional_more import *  # noqa: E402, F403 - re-exported, as listed in __all__
+from kit.nn.functional_norm_pool import *  # noqa: E402, F403 - group/rms norm, adaptive pools
+from kit.nn.functional_thresholds import *  # noqa: E402, F403 - shrinks, prelu, in place
+
+__all__ += ["leaky_relu_", *_attention.__all__, *_losses.__all__, *_norm_pool.__all__,
+            *_thresholds.__all__]
 
 
 def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword
@@ -76,14 +87,21 @@ def gelu(input, approximate="none"):  # noqa: A002
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
     """x where x > 0, else negative_slope * x."""
     floating_input("leaky_relu_cpu", "leaky_relu", input)
-    out = where(input > 0, input, input * negative_slope)
+    x = _more._operand(input, inplace)
+    out = where(x > 0, x, x * negative_slope)
     return input.copy_(out) if inplace else out
+
+
+def leaky_relu_(input, negative_slope=0.01):  # noqa: A002
+    """leaky_relu, in place."""
+    return leaky_relu(input, negative_slope, inplace=True)
 
 
 def silu(input, inplace=False):  # noqa: A002
     """x * sigmoid(x) (also called swish)."""
     floating_input("silu_cpu", "silu", input)
-    out = input * sigmoid(input)
+    x = _more._operand(input, inplace)
+    out = x * sigmoid(x)
     return input.copy_(out) if inplace else out
 
 

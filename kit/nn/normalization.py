@@ -1,4 +1,5 @@
-"""LayerNorm and BatchNorm1d/2d (running statistics while training, used in eval mode).
+"""LayerNorm, BatchNorm1d/2d (running statistics while training, used in eval mode), GroupNorm
+and RMSNorm.
 
 >>> import kit
 >>> from kit import nn
@@ -129,3 +130,59 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation over (N, C, H, W) inputs."""
 
     ranks = (4,)
+
+
+class GroupNorm(Module):
+    """Normalises each sample over groups of its channels, with a learned per-channel scale and
+    shift."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
+                 *, bias=True):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(ones(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        if affine and bias:
+            self.bias = Parameter(zeros(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input):  # noqa: A002
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Divides by the root mean square over the trailing `normalized_shape` dims, with a learned
+    scale; eps=None is the machine epsilon of the input's dtype."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ones(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, input):  # noqa: A002
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
