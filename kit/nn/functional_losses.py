@@ -54,6 +54,13 @@ def soft_margin_loss(input, target, reduction="mean"):  # noqa: A002 - PyTorch's
                            f"{_torch_name(input.dtype)} (kit.soft_margin_loss, as in PyTorch). "
                            f"Fix: input.float()")
     _not_differentiable("soft_margin_loss", "target", target)
+    if target.dtype.kind == "b" and input.requires_grad and is_grad_enabled():
+        # (PyTorch takes a bool target, but not when the input needs a gradient)
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported "
+                           "(kit.soft_margin_loss of an input that requires grad, as in "
+                           "PyTorch). Fix: target.float()")
+    if target.dtype != input.dtype:  # computed in the input's dtype, as PyTorch's kernel
+        target = target.to(input.dtype)
     with np.errstate(over="ignore"):  # (as PyTorch's: exp may overflow to inf, silently, and
         loss = log1p(exp(-target * input))  # the loss with it)
     return _reduce(loss, reduction, "soft_margin_loss")
@@ -133,6 +140,10 @@ def poisson_nll_loss(input, target, log_input=True, full=False, eps=1e-8,  # noq
     else:
         loss = input - target * log(input + eps)
     if full:
+        if target.dtype.kind == "b":  # (Stirling's term subtracts the target itself)
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                               "supported (kit.poisson_nll_loss with full=True, as in PyTorch). "
+                               "Fix: target.float()")
         # (the discarded branch sees 1, not a target <= 1: its log sends no NaN gradient back)
         big = where(target <= 1, 1.0, target)
         stirling = big * log(big) - big + 0.5 * log(2 * math.pi * big)
