@@ -236,7 +236,11 @@ def test_norms_errors_are_pytorchs():
              lambda L: L.nn.GroupNorm(3, 4),
              lambda L: F(L).rms_norm(L.ones(2, 4, 3), (4,)),
              lambda L: F(L).rms_norm(L.ones(2, 4, 3), ()),
-             lambda L: F(L).rms_norm(L.ones(2, 4, 3), (3,), L.ones(4))]
+             lambda L: F(L).rms_norm(L.ones(2, 4, 3), (3,), L.ones(4)),
+             lambda L: F(L).group_norm(L.ones(1, 3, 2), 3, L.ones(3, dtype=L.float64)),
+             lambda L: F(L).group_norm(L.ones(1, 3, 2, dtype=L.float64), 3, None, L.ones(3)),
+             lambda L: F(L).rms_norm(L.ones(2, 3, dtype=L.float64), (3,), L.ones(3)),
+             lambda L: F(L).rms_norm(L.ones(2, 3), (3,), L.ones(3, dtype=L.float64))]
     for i, call in enumerate(calls):
         _same_outcome(call, f"norm call {i}")
 
@@ -621,7 +625,13 @@ def test_scaled_dot_product_attention_errors_and_dropout_are_pytorchs():
              lambda L: F(L).scaled_dot_product_attention(
                  L.tensor(q), L.tensor(k), L.tensor(v), attn_mask=L.ones(5, 6, dtype=L.int64)),
              lambda L: F(L).scaled_dot_product_attention(
-                 L.tensor(q), L.tensor(k), L.tensor(v), dropout_p=1.0)]
+                 L.tensor(q), L.tensor(k), L.tensor(v), dropout_p=1.0),
+             lambda L: F(L).scaled_dot_product_attention(
+                 *(L.tensor(a, dtype=L.float32) for a in (q, k, v)),
+                 attn_mask=L.zeros(5, 6, dtype=L.float64)),
+             lambda L: F(L).scaled_dot_product_attention(
+                 *(L.tensor(a, dtype=L.float64) for a in (q, k, v)),
+                 attn_mask=L.full((5, 6), 0.5, dtype=L.float32))]
     for i, call in enumerate(calls):
         _same_outcome(call, f"sdpa call {i}")
     out = F(ktorch).scaled_dot_product_attention(*(ktorch.tensor(a) for a in (q, k, v)),

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from kit._creation import ones
 from kit.nn.functional_more import _torch_name
 from kit.ops.composite import softmax
@@ -38,7 +40,8 @@ def _check(query, key, value, attn_mask, dropout_p, is_causal):
         raise RuntimeError(f"expected scalar type Float but found {_torch_name(query.dtype)} "
                            f"(kit.scaled_dot_product_attention, as in PyTorch). Fix: "
                            f"query.float(), key.float(), value.float()")
-    if attn_mask is not None and attn_mask.dtype.kind not in "bf":
+    if attn_mask is not None and not (attn_mask.dtype.kind == "b" or attn_mask.dtype in (
+            query.dtype, np.float32)):
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                            f"dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "
                            f"{query.dtype} instead. (kit.scaled_dot_product_attention, as in "

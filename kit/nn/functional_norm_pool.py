@@ -45,6 +45,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
                                f"{list(param.shape)} and input of shape {list(input.shape)} "
                                f"(kit.group_norm, as in PyTorch). Fix: one {name} per channel")
     floating_input("GroupNormKernelImpl", "group_norm", input)
+    for param in (weight, bias):
+        if param is not None and param.dtype != input.dtype:
+            raise RuntimeError(f"mixed dtype (CPU): expect parameter to have scalar type of "
+                               f"{_torch_name(input.dtype)} (kit.group_norm, as in PyTorch). "
+                               f"Fix: module.to(input.dtype)")
     grouped = input.reshape(n, num_groups, -1)
     centred = grouped - mean(grouped, -1, keepdims=True)
     variance = mean(centred * centred, -1, keepdims=True)  # (biased, as PyTorch's)
@@ -80,7 +85,11 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
         eps = float(np.finfo(input.dtype).eps)
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     out = input / sqrt(mean(input * input, axes, keepdims=True) + eps)
-    return out if weight is None else out * weight
+    if weight is None:
+        return out
+    out = out * weight
+    # in the input's dtype, as PyTorch's (which warns then that it cannot use its fused kernel)
+    return out if out.dtype == input.dtype else out.to(input.dtype)
 
 
 def _bins(size, out):
