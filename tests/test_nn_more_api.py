@@ -813,3 +813,48 @@ def test_losses_of_mixed_dtypes_shapes_and_grads_are_pytorchs(name):
             assert (a is None) == (b is None), (case, ours, theirs)
             if a is not None:
                 np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=str(case))
+
+
+INSTANCE_NORMS = [("InstanceNorm1d", {}, (2, 3, 5)), ("InstanceNorm1d", {}, (3, 5)),
+                  ("InstanceNorm1d", {"affine": True, "eps": 0.1}, (2, 3, 5)),
+                  ("InstanceNorm2d", {"track_running_stats": True}, (2, 3, 4, 5)),
+                  ("InstanceNorm2d", {"affine": True, "track_running_stats": True,
+                                      "momentum": None}, (3, 4, 5))]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name, options, shape", INSTANCE_NORMS)
+def test_instance_norm_is_pytorchs_with_its_running_statistics(name, options, shape, dtype):
+    x = np.random.default_rng(8).normal(size=shape) * 2 + 1
+    modules = {}
+
+    def fn(L, a):
+        module = getattr(L.nn, name)(3, **options).to(a.dtype)
+        if module.weight is not None:
+            module.weight = L.nn.Parameter(L.tensor([0.5, 1.0, 2.0], dtype=a.dtype))
+        out = module(a) + module(a * 2)  # (two steps of the running statistics)
+        modules[L] = module
+        return out
+
+    _compare(fn, [x], dtype, what=name)
+    ours, theirs = (modules[L] for L in LIBS)
+    assert repr(ours) == repr(theirs) and list(ours.state_dict()) == list(theirs.state_dict())
+    rtol, atol = _tolerances(dtype)
+    for key, value in theirs.state_dict().items():
+        np.testing.assert_allclose(ours.state_dict()[key].numpy(), value.numpy(), rtol, atol,
+                                   err_msg=key)
+    ours.eval(), theirs.eval()
+    _compare(lambda L, a: modules[L](a), [x], dtype, what=f"{name} eval")
+
+
+def test_instance_norm_errors_are_pytorchs():
+    x = np.ones((2, 3, 5))
+    calls = [lambda L: L.nn.InstanceNorm1d(4, affine=True)(L.tensor(x)),
+             lambda L: L.nn.InstanceNorm1d(3)(L.ones(2, 3, 1)),
+             lambda L: L.nn.InstanceNorm1d(3)(L.ones(2, 2, 3, 5)),
+             lambda L: F(L).instance_norm(L.tensor(x), use_input_stats=False)]
+    for i, call in enumerate(calls):
+        _same_outcome(call, f"instance norm call {i}")
+    for lib in LIBS:
+        with pytest.warns(UserWarning, match="does not match num_features"):
+            lib.nn.InstanceNorm1d(4)(lib.tensor(x))

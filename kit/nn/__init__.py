@@ -112,6 +112,8 @@ from kit.nn.multihead_attention import (  # noqa: E402
 )
 from kit.nn.normalization import (  # noqa: E402
     GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
     RMSNorm,
 )
 
@@ -120,4 +122,5 @@ __all__ += ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "Conv1d",
             "Hardshrink", "HingeEmbeddingLoss", "MarginRankingLoss", "MaxPool1d",
             "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiheadAttention", "PReLU",
             "PairwiseDistance", "ParameterDict", "ParameterList", "PoissonNLLLoss", "RMSNorm",
-            "SoftMarginLoss", "Softshrink", "Threshold", "TripletMarginLoss", "Unflatten"]
+            "SoftMarginLoss", "Softshrink", "Threshold", "TripletMarginLoss", "Unflatten",
+            "InstanceNorm1d", "InstanceNorm2d"]

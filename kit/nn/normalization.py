@@ -1,5 +1,5 @@
-"""LayerNorm, BatchNorm1d/2d (running statistics while training, used in eval mode), GroupNorm
-and RMSNorm.
+"""LayerNorm, BatchNorm1d/2d (running statistics while training, used in eval mode),
+InstanceNorm1d/2d, GroupNorm and RMSNorm.
 
 >>> import kit
 >>> from kit import nn
@@ -8,6 +8,8 @@ BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_st
 """
 
 from __future__ import annotations
+
+import warnings
 
 from kit._creation import ones, tensor, zeros
 from kit._tensor import int64
@@ -130,6 +132,47 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation over (N, C, H, W) inputs."""
 
     ranks = (4,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Shared by InstanceNorm1d and InstanceNorm2d: each sample's channels normalised over their
+    own `spatial` dims; no affine parameters and no running statistics by default."""
+
+    spatial = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim not in (self.spatial + 1, self.spatial + 2):
+            raise ValueError(f"expected {self.spatial + 1}D or {self.spatial + 2}D input (got "
+                             f"{input.ndim}D input)")
+        unbatched = input.ndim == self.spatial + 1
+        x = input.unsqueeze(0) if unbatched else input
+        if x.shape[1] != self.num_features:
+            dim = 0 if unbatched else 1
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={dim} to match num_features "
+                                 f"({self.num_features}), but got: {x.shape[1]}.")
+            warnings.warn(f"input's size at dim={dim} does not match num_features. You can "
+                          f"silence this warning by not passing in num_features, which is not "
+                          f"used because affine=False", UserWarning, stacklevel=2)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.0 if self.momentum is None else self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation over (N, C, L) or (C, L) inputs."""
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation over (N, C, H, W) or (C, H, W) inputs."""
+
+    spatial = 2
 
 
 class GroupNorm(Module):

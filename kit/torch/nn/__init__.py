@@ -85,6 +85,8 @@ from kit.nn import (  # noqa: E402 - thresholds, norms, pools, losses, attention
     GroupNorm,
     Hardshrink,
     HingeEmbeddingLoss,
+    InstanceNorm1d,
+    InstanceNorm2d,
     MarginRankingLoss,
     MaxPool1d,
     MultiheadAttention,
@@ -108,4 +110,5 @@ __all__ += ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "Conv1d",
             "Hardshrink", "HingeEmbeddingLoss", "MarginRankingLoss", "MaxPool1d",
             "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiheadAttention", "PReLU",
             "PairwiseDistance", "ParameterDict", "ParameterList", "PoissonNLLLoss", "RMSNorm",
-            "SoftMarginLoss", "Softshrink", "Threshold", "TripletMarginLoss", "Unflatten"]
+            "SoftMarginLoss", "Softshrink", "Threshold", "TripletMarginLoss", "Unflatten",
+            "InstanceNorm1d", "InstanceNorm2d"]
