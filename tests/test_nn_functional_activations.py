@@ -153,7 +153,7 @@ def _loss_outcomes(lib, name):
                 for grads in [(True, False), (False, True), (True, True)]:
                     x = lib.full(xs, 0.25).to(xd) if xd in dtypes[:2] else lib.ones(xs, dtype=xd)
                     t = lib.full(ts, 0.5 if td in dtypes[:2] else 0).to(td)
-                    for v, g in zip((x, t), grads):
+                    for v, g in zip((x, t), grads, strict=True):
                         if g and v.is_floating_point():
                             v.requires_grad_()
                     try:
@@ -182,10 +182,19 @@ def test_losses_of_mixed_dtypes_shapes_and_grads_are_pytorchs(name):
             continue
         assert ours[0] == theirs[0] and len(ours) == len(theirs), (case, ours, theirs)
         np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6, err_msg=str(case))
-        for a, b in zip(ours[2:], theirs[2:]):
+        for a, b in zip(ours[2:], theirs[2:], strict=True):
             assert (a is None) == (b is None), (case, ours, theirs)
             if a is not None:
                 np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=str(case))
     with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
         x = ktorch.ones(2, requires_grad=True)
         F(ktorch).huber_loss(x, ktorch.zeros(2, dtype=ktorch.float64)).backward()
+
+
+@pytest.mark.parametrize("lib", [ktorch, torch], ids=["kit", "pytorch"])
+def test_huber_loss_of_integers_refuses_shapes_before_the_dtype(lib):
+    # (found by tests/test_differential.py: kit refused the dtype first)
+    with pytest.raises(RuntimeError) as caught, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        F(lib).huber_loss(lib.zeros(0, dtype=lib.int64), lib.zeros(3, dtype=lib.int64))
+    assert not isinstance(caught.value, NotImplementedError)

@@ -213,7 +213,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
         raise RuntimeError(f"result type {_torch_name(promoted)} can't be cast to the desired "
                            f"output type {_torch_name(input.dtype)} (kit.huber_loss, as in "
                            f"PyTorch). Fix: input.float()")
-    floating_input("huber_cpu", "huber_loss", input)
+    # (integers are refused in _difference, after the shapes, as PyTorch refuses them)
     d = abs_(_difference("huber_loss", "huber_cpu", input,
                          target if target.dtype == input.dtype else target.to(input.dtype),
                          expand=False))
