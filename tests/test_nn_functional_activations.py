@@ -189,3 +189,12 @@ def test_losses_of_mixed_dtypes_shapes_and_grads_are_pytorchs(name):
     with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
         x = ktorch.ones(2, requires_grad=True)
         F(ktorch).huber_loss(x, ktorch.zeros(2, dtype=ktorch.float64)).backward()
+
+
+@pytest.mark.parametrize("lib", [ktorch, torch], ids=["kit", "pytorch"])
+def test_huber_loss_of_integers_refuses_shapes_before_the_dtype(lib):
+    # (found by tests/test_differential.py: kit refused the dtype first)
+    with pytest.raises(RuntimeError) as caught, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        F(lib).huber_loss(lib.zeros(0, dtype=lib.int64), lib.zeros(3, dtype=lib.int64))
+    assert not isinstance(caught.value, NotImplementedError)

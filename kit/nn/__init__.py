@@ -70,3 +70,57 @@ __all__ = [
 __all__ += ["CELU", "ELU", "GLU", "HuberLoss", "Hardsigmoid", "Hardswish", "Hardtanh",
             "KLDivLoss", "L1Loss", "LogSigmoid", "Mish", "ReLU6", "SELU", "SmoothL1Loss",
             "Softmin", "Softsign", "Tanhshrink"]
+
+# issue: torch.nn API that real programs stop on (thresholds, norms, pools, losses, attention)
+from kit.nn.activations import (  # noqa: E402
+    Hardshrink,
+    PReLU,
+    Softshrink,
+    Threshold,
+)
+from kit.nn.containers import (  # noqa: E402
+    ParameterDict,
+    ParameterList,
+)
+from kit.nn.conv import (  # noqa: E402
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    Conv1d,
+    MaxPool1d,
+)
+from kit.nn.distance import (  # noqa: E402
+    CosineSimilarity,
+    PairwiseDistance,
+)
+from kit.nn.layers import (  # noqa: E402
+    Unflatten,
+)
+from kit.nn.loss import (  # noqa: E402
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+)
+from kit.nn.multihead_attention import (  # noqa: E402
+    MultiheadAttention,
+)
+from kit.nn.normalization import (  # noqa: E402
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    RMSNorm,
+)
+
+__all__ += ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "Conv1d",
+            "CosineEmbeddingLoss", "CosineSimilarity", "GaussianNLLLoss", "GroupNorm",
+            "Hardshrink", "HingeEmbeddingLoss", "MarginRankingLoss", "MaxPool1d",
+            "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiheadAttention", "PReLU",
+            "PairwiseDistance", "ParameterDict", "ParameterList", "PoissonNLLLoss", "RMSNorm",
+            "SoftMarginLoss", "Softshrink", "Threshold", "TripletMarginLoss", "Unflatten",
+            "InstanceNorm1d", "InstanceNorm2d"]

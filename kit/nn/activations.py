@@ -1,6 +1,7 @@
-"""Module forms of kit/nn/functional_more.py's activations (torch.nn's ELU, SELU, CELU,
-Hardtanh, ReLU6, Softsign, Mish, Hardswish, Hardsigmoid, LogSigmoid, Tanhshrink, Softmin, GLU),
-printed as PyTorch prints them.
+"""Module forms of kit/nn/functional_more.py's and functional_thresholds.py's activations
+(torch.nn's ELU, SELU, CELU, Hardtanh, ReLU6, Softsign, Mish, Hardswish, Hardsigmoid, LogSigmoid,
+Tanhshrink, Softmin, GLU, Softshrink, Hardshrink, Threshold, PReLU), printed as PyTorch prints
+them.
 
 >>> import kit
 >>> from kit import nn
@@ -10,8 +11,11 @@ ELU(alpha=0.5)
 
 from __future__ import annotations
 
+from kit._creation import full
 from kit.nn import functional as F  # noqa: N812 - the name PyTorch code uses
+from kit.nn import init
 from kit.nn.module import Module
+from kit.nn.parameter import Parameter
 
 
 class _Activation(Module):
@@ -161,3 +165,52 @@ class GLU(_Activation):
 
     def forward(self, input):  # noqa: A002
         return F.glu(input, self.dim)
+
+
+class Softshrink(_Activation):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__(lambd=lambd)
+
+    def forward(self, input):  # noqa: A002
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    """x outside [-lambd, lambd], 0 inside."""
+
+    def forward(self, input):  # noqa: A002
+        return F.hardshrink(input, self.lambd)
+
+
+class Threshold(_Activation):
+    """`value` where x <= threshold, else x."""
+
+    _fields = ("threshold", "value")
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__(threshold=threshold, value=value, inplace=inplace)
+
+    def forward(self, input):  # noqa: A002
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+
+class PReLU(_Activation):
+    """x where x > 0, else a learned slope times x: one slope, or one per channel (dim 1)."""
+
+    _fields = ("num_parameters",)
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__(num_parameters=num_parameters, init=init)
+        self.weight = Parameter(full((num_parameters,), float(init), device=device,
+                                     dtype=dtype))
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):  # noqa: A002
+        return F.prelu(input, self.weight)

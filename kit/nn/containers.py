@@ -1,4 +1,5 @@
-"""Containers: Sequential, ModuleList and ModuleDict, registered like any submodule.
+"""Containers: Sequential, ModuleList and ModuleDict, registered like any submodule, and
+ParameterList and ParameterDict, whose parameters are registered under their index or key.
 
 >>> from kit import nn
 >>> net = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
@@ -11,7 +12,9 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 
+from kit._tensor import Tensor
 from kit.nn.module import Module
+from kit.nn.parameter import Parameter
 
 
 def _index(index, size, what):
@@ -169,3 +172,144 @@ class ModuleDict(Module):
             "ModuleDict has no forward: it only holds modules. Fix: call the one you want, "
             "e.g. self.heads['a'](x)"
         )
+
+
+# PyTorch's legacy type names, which ParameterDict prints (ParameterList prints the dtype)
+_TYPE_NAMES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor",
+               "uint8": "ByteTensor", "int8": "CharTensor", "int16": "ShortTensor",
+               "int32": "IntTensor", "int64": "LongTensor", "bool": "BoolTensor"}
+
+
+def _as_parameter(value):
+    """A plain tensor becomes a Parameter (requiring grad), as PyTorch's containers make it."""
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+def _describe(value, in_dict):
+    """One entry as PyTorch's ParameterList (in_dict False) or ParameterDict prints it."""
+    if not isinstance(value, Tensor):
+        return f"Object of type: {type(value).__name__}"
+    size = "x".join(str(n) for n in value.shape)
+    gpu = value.device != "cpu"
+    if in_dict:
+        name = ("torch.cuda." if gpu else "torch.") + _TYPE_NAMES.get(str(value.dtype),
+                                                                      str(value.dtype))
+        where = " (GPU 0)" if gpu else ""
+    else:
+        name, where = f"torch.{value.dtype}", " (cuda:0)" if gpu else ""
+    kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+    return f"{kind} containing: [{name} of size {size}{where}]"
+
+
+class ParameterList(Module):
+    """A list of parameters, each registered under its index (so `parameters()` and
+    `state_dict()` list them, as named '0', '1', ...); plain tensors become Parameters."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        object.__setattr__(self, "_size", 0)
+        if values is not None:
+            self.extend(values)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return type(self)([self[i] for i in range(len(self))[index]])
+        return getattr(self, str(_index(index, len(self), "ParameterList")))
+
+    def __setitem__(self, index, value):
+        setattr(self, str(_index(index, len(self), "ParameterList")), _as_parameter(value))
+
+    def __len__(self):
+        return self._size
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def append(self, value):
+        object.__setattr__(self, "_size", self._size + 1)
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values):
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(f"  ({i}): {_describe(value, False)}" for i, value in enumerate(self))
+
+
+class ParameterDict(Module):
+    """A dict of parameters, each registered under its key; plain tensors become Parameters. A
+    plain dict's items are added in sorted key order, an OrderedDict's in its order, as
+    PyTorch's; a missing key raises AttributeError, as there."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        object.__setattr__(self, "_keys", {})
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+    def __setitem__(self, key, value):
+        setattr(self, key, _as_parameter(value))
+        self._keys[key] = None
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def values(self):
+        return [self[key] for key in self._keys]
+
+    def items(self):
+        return [(key, self[key]) for key in self._keys]
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def clear(self):
+        for key in list(self._keys):
+            del self[key]
+
+    def update(self, parameters):
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif hasattr(parameters, "items"):
+            items = sorted(parameters.items())
+        else:
+            items = parameters
+        for key, value in items:
+            self[key] = value
+
+    def extra_repr(self):
+        return "\n".join(f"  ({key}): {_describe(value, True)}" for key, value in self.items())

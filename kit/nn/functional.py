@@ -27,14 +27,26 @@ from kit.ops.vectors import cosine_similarity, normalize, one_hot, pairwise_dist
 
 __all__ = [
     "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "leaky_relu",
+    "conv2d", "cross_entropy", "dropout", "embedding", "gelu", "instance_norm", "layer_norm",
+    "leaky_relu",
     "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "relu", "sigmoid", "silu",
     "softmax", "softplus", "tanh",
 ]
 __all__ += ["avg_pool1d", "conv1d", "cosine_similarity", "interpolate", "max_pool1d",
             "normalize", "one_hot", "pad", "pairwise_distance"]  # issue 12
 __all__ += _more.__all__  # the ELU family, hard activations, L1/Huber/KL losses
+from kit.nn import attention as _attention  # noqa: E402, I001 - the families re-exported below
+from kit.nn import functional_losses as _losses  # noqa: E402
+from kit.nn import functional_norm_pool as _norm_pool  # noqa: E402
+from kit.nn import functional_thresholds as _thresholds  # noqa: E402
+from kit.nn.attention import *  # noqa: E402, F403 - scaled_dot_product_attention
+from kit.nn.functional_losses import *  # noqa: E402, F403 - margin and likelihood losses
 from kit.nn.functional_more import *  # noqa: E402, F403 - re-exported, as listed in __all__
+from kit.nn.functional_norm_pool import *  # noqa: E402, F403 - group/rms norm, adaptive pools
+from kit.nn.functional_thresholds import *  # noqa: E402, F403 - shrinks, prelu, in place
+
+__all__ += ["leaky_relu_", *_attention.__all__, *_losses.__all__, *_norm_pool.__all__,
+            *_thresholds.__all__]
 
 
 def linear(input, weight, bias=None):  # noqa: A002 - PyTorch's keyword
@@ -76,14 +88,21 @@ def gelu(input, approximate="none"):  # noqa: A002
 def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
     """x where x > 0, else negative_slope * x."""
     floating_input("leaky_relu_cpu", "leaky_relu", input)
-    out = where(input > 0, input, input * negative_slope)
+    x = _more._operand(input, inplace)
+    out = where(x > 0, x, x * negative_slope)
     return input.copy_(out) if inplace else out
+
+
+def leaky_relu_(input, negative_slope=0.01):  # noqa: A002
+    """leaky_relu, in place."""
+    return leaky_relu(input, negative_slope, inplace=True)
 
 
 def silu(input, inplace=False):  # noqa: A002
     """x * sigmoid(x) (also called swish)."""
     floating_input("silu_cpu", "silu", input)
-    out = input * sigmoid(input)
+    x = _more._operand(input, inplace)
+    out = x * sigmoid(x)
     return input.copy_(out) if inplace else out
 
 
@@ -168,6 +187,35 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if weight is not None:
         out = out * weight.reshape(shape)
     return out if bias is None else out + bias.reshape(shape)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each sample's channels over their own spatial dims: batch_norm of the input
+    folded to (1, N * C, ...), as PyTorch computes it; the running statistics (each channel's)
+    move towards the mean over the batch of its instances' statistics."""
+    n, channels = input.shape[:2]
+    if use_input_stats and math.prod(input.shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"torch.Size({list(input.shape)}) (kit.instance_norm, as in PyTorch). "
+                         f"Fix: a longer input, or use_input_stats=False")
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false (kit.instance_norm, as in PyTorch)")
+
+    def per_instance(t):  # (C,) -> (N * C,), a copy
+        return None if t is None else t.unsqueeze(0).expand(n, channels).reshape(-1).clone()
+
+    folded_mean, folded_var = per_instance(running_mean), per_instance(running_var)
+    out = batch_norm(input.reshape(1, n * channels, *input.shape[2:]), folded_mean, folded_var,
+                     per_instance(weight), per_instance(bias), use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None:
+        from kit.grad_mode import no_grad
+
+        with no_grad():
+            running_mean.copy_(mean(folded_mean.reshape(n, channels), 0))
+            running_var.copy_(mean(folded_var.reshape(n, channels), 0))
+    return out.reshape(input.shape)
 
 
 def embedding(input, weight, padding_idx=None):  # noqa: A002

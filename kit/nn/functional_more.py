@@ -32,6 +32,13 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
+def _operand(input, inplace):
+    """What an activation computes from: in place, a clone of a tensor that needs a gradient,
+    so that the ops which saved it for backward keep the value from before the write (PyTorch's
+    in-place kernels save their output instead; without the clone the backward refused)."""
+    return input.clone() if inplace and input.requires_grad else input
+
+
 def _inplace(input, out, inplace):
     return input.copy_(out) if inplace else out
 
@@ -40,20 +47,22 @@ def elu(input, alpha=1.0, inplace=False):  # noqa: A002 - PyTorch's argument nam
     """x where x > 0, else alpha * (exp(x) - 1)."""
     floating_input("elu_cpu", "elu", input)
     # (PyTorch's test is x <= 0 for the exponential side: a NaN passes its gradient on)
-    out = where(input <= 0, alpha * expm1(clamp(input, max=0)), input)
+    x = _operand(input, inplace)
+    out = where(x <= 0, alpha * expm1(clamp(x, max=0)), x)
     return _inplace(input, out, inplace)
 
 
 def selu(input, inplace=False):  # noqa: A002
     """scale * elu(x, alpha) with the self-normalising constants."""
     floating_input("elu_cpu", "selu", input)
-    return _inplace(input, _SELU_SCALE * elu(input, _SELU_ALPHA), inplace)
+    return _inplace(input, _SELU_SCALE * elu(_operand(input, inplace), _SELU_ALPHA), inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002
     """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
     floating_input("elu_cpu", "celu", input)
-    out = where(input <= 0, alpha * expm1(clamp(input, max=0) / alpha), input)
+    x = _operand(input, inplace)
+    out = where(x <= 0, alpha * expm1(clamp(x, max=0) / alpha), x)
     return _inplace(input, out, inplace)
 
 
@@ -66,8 +75,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
     if input.dtype.kind in "iu":  # PyTorch keeps the integer dtype (no gradient to shape)
         return _inplace(input, clamp(input, min_val, max_val).to(input.dtype), inplace)
     # (PyTorch's test is "not at or beyond a bound": a NaN passes its gradient on)
-    inside = ~((input <= min_val) | (input >= max_val))
-    out = where(inside, input, clamp(input, min_val, max_val).detach())
+    x = _operand(input, inplace)
+    inside = ~((x <= min_val) | (x >= max_val))
+    out = where(inside, x, clamp(x, min_val, max_val).detach())
     return _inplace(input, out, inplace)
 
 
@@ -96,26 +106,29 @@ def _softplus(x, beta=1.0, threshold=20.0):
 def mish(input, inplace=False):  # noqa: A002
     """x * tanh(softplus(x))."""
     floating_input("mish_cpu", "mish", input)
-    return _inplace(input, input * tanh(_softplus(input)), inplace)
+    x = _operand(input, inplace)
+    return _inplace(input, x * tanh(_softplus(x)), inplace)
 
 
 def hardswish(input, inplace=False):  # noqa: A002
     """x * relu6(x + 3) / 6, with PyTorch's gradient: 0 up to -3, x / 3 + 1/2 strictly
     between, 1 from 3 on."""
     floating_input("hardswish_cpu", "hardswish", input)
-    inner = clamp(input, -3, 3)  # (so the discarded middle never overflows: no NaN at +-inf)
+    x = _operand(input, inplace)
+    inner = clamp(x, -3, 3)  # (so the discarded middle never overflows: no NaN at +-inf)
     middle = inner * (inner + 3) / 6
-    out = where(input <= -3, input * 0, where(input < 3, middle, input))
+    out = where(x <= -3, x * 0, where(x < 3, middle, x))
     return _inplace(input, out, inplace)
 
 
 def hardsigmoid(input, inplace=False):  # noqa: A002
     """x / 6 + 1/2 inside (-3, 3), 0 below, 1 above; gradient 1/6 strictly inside, else 0."""
     floating_input("hardsigmoid_cpu", "hardsigmoid", input)
-    inside = (input > -3) & (input < 3)
+    x = _operand(input, inplace)
+    inside = (x > -3) & (x < 3)
     # (outside: 0 or 1, and NaN stays NaN, with no gradient)
-    outside = where(input <= -3, 0.0, where(input >= 3, 1.0, input.detach()))
-    out = where(inside, input / 6 + 0.5, outside)
+    outside = where(x <= -3, 0.0, where(x >= 3, 1.0, x.detach()))
+    out = where(inside, x / 6 + 0.5, outside)
     return _inplace(input, out, inplace)
 
 
@@ -208,7 +221,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
         raise RuntimeError(f"result type {_torch_name(promoted)} can't be cast to the desired "
                            f"output type {_torch_name(input.dtype)} (kit.huber_loss, as in "
                            f"PyTorch). Fix: input.float()")
-    floating_input("huber_cpu", "huber_loss", input)
+    # (integers are refused in _difference, after the shapes, as PyTorch refuses them)
     d = abs_(_difference("huber_loss", "huber_cpu", input,
                          target if target.dtype == input.dtype else target.to(input.dtype),
                          expand=False))

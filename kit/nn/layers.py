@@ -1,4 +1,4 @@
-"""The basic layers: Linear, Flatten, Identity, the activations, Dropout and Embedding.
+"""The basic layers: Linear, Flatten, Unflatten, Identity, the activations, Dropout and Embedding.
 
 >>> import kit
 >>> from kit import nn
@@ -110,6 +110,26 @@ class Flatten(Module):
 
     def extra_repr(self):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Splits dim `dim` into `unflattened_size` (Flatten's inverse)."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"unflattened_size must be tuple of ints, but found type "
+                            f"{type(unflattened_size).__name__}")
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input):  # noqa: A002
+        dim = self.dim % input.ndim if input.ndim else 0
+        shape = tuple(input.shape)
+        return input.reshape(shape[:dim] + tuple(self.unflattened_size) + shape[dim + 1:])
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 class ReLU(Module):

@@ -124,3 +124,105 @@ class KLDivLoss(Module):
 
     def forward(self, input, target):  # noqa: A002
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class SoftMarginLoss(_Loss):
+    """log(1 + exp(-target * input))."""
+
+    def forward(self, input, target):  # noqa: A002
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class _MarginLoss(_Loss):
+    """A loss with a `margin`."""
+
+    def __init__(self, margin=0.0, reduction="mean"):
+        super().__init__(reduction)
+        self.margin = margin
+
+
+class MarginRankingLoss(_MarginLoss):
+    """max(0, -target * (input1 - input2) + margin)."""
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class HingeEmbeddingLoss(_MarginLoss):
+    """input where target is 1, max(0, margin - input) where it is -1."""
+
+    def __init__(self, margin=1.0, reduction="mean"):
+        super().__init__(margin, reduction)
+
+    def forward(self, input, target):  # noqa: A002
+        return F.hinge_embedding_loss(input, target, self.margin, self.reduction)
+
+
+class CosineEmbeddingLoss(_MarginLoss):
+    """1 - cos where target is 1, max(0, cos - margin) where it is -1."""
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class TripletMarginLoss(_MarginLoss):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative))."""
+
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean"):
+        super().__init__(margin, reduction)
+        self.p, self.eps, self.swap = p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps,
+                                     self.swap, self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """The negative log-likelihood of a Poisson target with rate exp(input) (or input)."""
+
+    def __init__(self, log_input=True, full=False, eps=1e-8, reduction="mean"):
+        super().__init__(reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, self.log_input, self.full, self.eps,
+                                  self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """The negative log-likelihood of a Gaussian target with mean input and variance var."""
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):  # noqa: A002
+        return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    """The mean over classes of the binary cross-entropy of sigmoid(input)."""
+
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction, weight)
+
+    def forward(self, input, target):  # noqa: A002
+        return F.multilabel_soft_margin_loss(input, target, self._buffers.get("weight"),
+                                             self.reduction)
+
+
+class MultiMarginLoss(_Loss):
+    """The multi-class hinge loss: max(0, margin - input[y] + input[j])^p over classes j."""
+
+    def __init__(self, p=1, margin=1.0, weight=None, reduction="mean"):
+        super().__init__(reduction, weight)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.ndim != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                             f"{weight.ndim}D instead")
+        self.p, self.margin = p, margin
+
+    def forward(self, input, target):  # noqa: A002
+        return F.multi_margin_loss(input, target, self.p, self.margin,
+                                   self._buffers.get("weight"), self.reduction)

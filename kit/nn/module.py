@@ -109,7 +109,7 @@ class Module(ModuleHooks):
         params = self.__dict__.get("_parameters")
         if isinstance(value, Parameter):
             self._check_init("parameters")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -120,7 +120,7 @@ class Module(ModuleHooks):
             params[name] = None
         elif isinstance(value, Module):
             self._check_init("child modules")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             self._modules[name] = value
         elif self.__dict__.get("_modules") is not None and name in self._modules:
             if value is not None:
@@ -139,10 +139,13 @@ class Module(ModuleHooks):
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        # (the table `keep` keeps its entry, so a replaced parameter or submodule keeps its place
+        # in named_parameters() and state_dict(), as PyTorch's)
         self.__dict__.pop(name, None)
         for table in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[table].pop(name, None)
+            if table != keep:
+                self.__dict__[table].pop(name, None)
         self._non_persistent.discard(name)
 
     def __getattr__(self, name):

@@ -1,4 +1,5 @@
-"""LayerNorm and BatchNorm1d/2d (running statistics while training, used in eval mode).
+"""LayerNorm, BatchNorm1d/2d (running statistics while training, used in eval mode),
+InstanceNorm1d/2d, GroupNorm and RMSNorm.
 
 >>> import kit
 >>> from kit import nn
@@ -7,6 +8,8 @@ BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_st
 """
 
 from __future__ import annotations
+
+import warnings
 
 from kit._creation import ones, tensor, zeros
 from kit._tensor import int64
@@ -129,3 +132,100 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalisation over (N, C, H, W) inputs."""
 
     ranks = (4,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Shared by InstanceNorm1d and InstanceNorm2d: each sample's channels normalised over their
+    own `spatial` dims; no affine parameters and no running statistics by default."""
+
+    spatial = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim not in (self.spatial + 1, self.spatial + 2):
+            raise ValueError(f"expected {self.spatial + 1}D or {self.spatial + 2}D input (got "
+                             f"{input.ndim}D input)")
+        unbatched = input.ndim == self.spatial + 1
+        x = input.unsqueeze(0) if unbatched else input
+        if x.shape[1] != self.num_features:
+            dim = 0 if unbatched else 1
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={dim} to match num_features "
+                                 f"({self.num_features}), but got: {x.shape[1]}.")
+            warnings.warn(f"input's size at dim={dim} does not match num_features. You can "
+                          f"silence this warning by not passing in num_features, which is not "
+                          f"used because affine=False", UserWarning, stacklevel=2)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.0 if self.momentum is None else self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation over (N, C, L) or (C, L) inputs."""
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation over (N, C, H, W) or (C, H, W) inputs."""
+
+    spatial = 2
+
+
+class GroupNorm(Module):
+    """Normalises each sample over groups of its channels, with a learned per-channel scale and
+    shift."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
+                 *, bias=True):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(ones(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        if affine and bias:
+            self.bias = Parameter(zeros(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input):  # noqa: A002
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Divides by the root mean square over the trailing `normalized_shape` dims, with a learned
+    scale; eps=None is the machine epsilon of the input's dtype."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ones(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, input):  # noqa: A002
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

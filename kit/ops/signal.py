@@ -103,8 +103,10 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                          f"{tuple(weight.shape)}. Fix: conv2d for a 4-D weight")
     dilation = _one_row(dilation, "dilation", "conv1d", 1)
     stride = _one_row(stride, "stride", "conv1d", 1)
-    padding = conv.resolve_padding(padding, stride, dilation, (1, weight.shape[2]), "conv1d")
-    padding = padding if isinstance(padding, tuple) else _one_row(padding, "padding", "conv1d", 0)
+    if isinstance(padding, str):  # 'valid' (0) or 'same' (a pair, its height 0)
+        padding = conv.resolve_padding(padding, stride, dilation, (1, weight.shape[2]), "conv1d")
+    else:
+        padding = _one_row(padding, "padding", "conv1d", 0)
     y = conv.conv2d(unsqueeze(x, 2), unsqueeze(weight, 2), bias, stride, padding, dilation,
                     groups)
     return _unbatched(squeeze(y, 2), added)

@@ -52,3 +52,16 @@ from kit.nn.functional_more import *  # noqa: E402, F403 - the ELU family, hard 
 from kit.nn.functional_more import __all__ as _more  # noqa: E402
 
 __all__ += _more
+# thresholds, in-place spellings, norms, adaptive pools, margin losses, attention
+from kit.nn import attention as _attention  # noqa: E402, I001
+from kit.nn import functional_losses as _losses  # noqa: E402
+from kit.nn import functional_norm_pool as _norm_pool  # noqa: E402
+from kit.nn import functional_thresholds as _thresholds  # noqa: E402
+from kit.nn.attention import *  # noqa: E402, F403
+from kit.nn.functional import instance_norm, leaky_relu_  # noqa: E402, F401 - listed below
+from kit.nn.functional_losses import *  # noqa: E402, F403
+from kit.nn.functional_norm_pool import *  # noqa: E402, F403
+from kit.nn.functional_thresholds import *  # noqa: E402, F403
+
+__all__ += ["instance_norm", "leaky_relu_", *_attention.__all__, *_losses.__all__,
+            *_norm_pool.__all__, *_thresholds.__all__]
