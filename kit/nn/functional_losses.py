@@ -19,7 +19,7 @@ import numpy as np
 from kit._creation import arange
 from kit._creation import full as full_
 from kit.grad_mode import is_grad_enabled
-from kit.nn.functional_more import _torch_name, logsigmoid
+from kit.nn.functional_more import _torch_name, logsigmoid, raising_backward
 from kit.ops.composite import _reduce, floating_input
 from kit.ops.elementwise import clamp, exp, log, log1p, minimum, sqrt, where
 from kit.ops.movement import broadcast_shapes, getitem
@@ -54,16 +54,18 @@ def soft_margin_loss(input, target, reduction="mean"):  # noqa: A002 - PyTorch's
                            f"{_torch_name(input.dtype)} (kit.soft_margin_loss, as in PyTorch). "
                            f"Fix: input.float()")
     _not_differentiable("soft_margin_loss", "target", target)
-    if target.dtype.kind == "b" and input.requires_grad and is_grad_enabled():
-        # (PyTorch takes a bool target, but not when the input needs a gradient)
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported "
-                           "(kit.soft_margin_loss of an input that requires grad, as in "
-                           "PyTorch). Fix: target.float()")
+    boolean = target.dtype.kind == "b"
     if target.dtype != input.dtype:  # computed in the input's dtype, as PyTorch's kernel
         target = target.to(input.dtype)
     with np.errstate(over="ignore"):  # (as PyTorch's: exp may overflow to inf, silently, and
         loss = log1p(exp(-target * input))  # the loss with it)
-    return _reduce(loss, reduction, "soft_margin_loss")
+    loss = _reduce(loss, reduction, "soft_margin_loss")
+    if boolean and loss.requires_grad:  # PyTorch takes a bool target forward; its backward
+        # negates it, which it refuses for bools
+        loss = raising_backward(loss, "soft_margin_loss", "Negation, the `-` operator, on a "
+                                "bool tensor is not supported (kit.soft_margin_loss, backward, "
+                                "with a bool target, as in PyTorch). Fix: target.float()")
+    return loss
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):

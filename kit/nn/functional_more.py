@@ -228,25 +228,30 @@ def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
     near = where(d > delta, delta, d)  # (as in smooth_l1_loss)
     loss = _reduce(where(d < delta, 0.5 * near * near, delta * (d - 0.5 * delta)), reduction,
                    "huber_loss")
-    if input.dtype != target.dtype and loss.requires_grad:  # (see _mixed_huber_rule)
+    if input.dtype != target.dtype and loss.requires_grad:
+        # PyTorch 2.13's huber_loss computes a target of another dtype forward (in the input's
+        # dtype), but its backward kernel refuses it
         found, expected = ((target, input) if input.requires_grad else (input, target))
-        loss = record("huber_loss", _mixed_huber_rule, loss._data.copy(), (loss,),
-                      params=(_torch_name(found.dtype), _torch_name(expected.dtype)))
+        loss = raising_backward(
+            loss, "huber_loss", f"Found dtype {_torch_name(found.dtype)} but expected "
+            f"{_torch_name(expected.dtype)} (kit.huber_loss, backward, as PyTorch: its backward "
+            f"needs input and target of one dtype). Fix: target.to(input.dtype) before the loss")
     return loss
+
+
+def raising_backward(out, op, message):
+    """`out` through one more node, whose backward raises RuntimeError(message): for what PyTorch
+    computes forward but refuses to differentiate, so that code that runs here runs there."""
+    return record(op, _raising_rule, out._data.copy(), (out,), params=(message,))
+
+
+def _raising_rule(node, g):
+    raise RuntimeError(node.params[0])
 
 
 def _torch_name(dtype):
     return {"float32": "Float", "float64": "Double", "float16": "Half",
             **_TORCH_DTYPE_NAMES}.get(str(dtype), str(dtype))
-
-
-def _mixed_huber_rule(node, g):
-    # PyTorch 2.13's huber_loss computes a target of another dtype forward (in the input's dtype),
-    # but its backward kernel refuses it: kit raises there too, so what runs here runs there
-    found, expected = node.params
-    raise RuntimeError(f"Found dtype {found} but expected {expected} (kit.huber_loss, backward, as "
-                       f"PyTorch: its backward needs input and target of one dtype). Fix: "
-                       f"target.to(input.dtype) before the loss")
 
 
 def _xlogx(t):

@@ -18,6 +18,7 @@ from kit.nn.functional_more import _torch_name, celu, elu, hardtanh, selu
 from kit.ops.composite import floating_input
 from kit.ops.elementwise import abs as abs_
 from kit.ops.elementwise import clamp, where
+from kit.ops.extra import _number_of
 
 __all__ = ["celu_", "elu_", "hardshrink", "hardtanh_", "prelu", "relu_", "selu_",
            "softshrink", "threshold", "threshold_"]
@@ -48,6 +49,9 @@ def threshold(input, threshold, value, inplace=False):  # noqa: A002
     """`value` where x <= threshold, else x; integers keep their dtype, as PyTorch's."""
     if input.dtype.kind == "b":
         floating_input("threshold_cpu", "threshold", input)
+    if input.dtype.kind in "iu":  # both numbers in the input's dtype, as PyTorch converts them
+        for number in (threshold, value):  # (-2.0 for uint8: its overflow error)
+            _number_of(input.dtype, number, "threshold")
     out = where(input <= threshold, value, input)
     if out.dtype != input.dtype:  # (an integer input with a float value: truncated, as PyTorch)
         out = out.to(input.dtype)

@@ -55,7 +55,7 @@ def masked_fill(x, mask, value):
     return out if out.dtype == x.dtype else astype(out, x.dtype)
 
 
-def _number_of(dtype, value):
+def _number_of(dtype, value, op="masked_fill"):
     """A Python number of an integer or bool `dtype` (2.7 -> 2), or PyTorch's RuntimeError for
     one out of its range."""
     if dtype.kind == "b":
@@ -63,7 +63,8 @@ def _number_of(dtype, value):
     number = int(value)
     if not np.iinfo(dtype).min <= number <= np.iinfo(dtype).max:
         raise RuntimeError(f"value cannot be converted to type {dtype} without overflow "
-                           f"(kit.masked_fill, as PyTorch)")
+                           f"(kit.{op}, as PyTorch). Fix: a value in [{np.iinfo(dtype).min}, "
+                           f"{np.iinfo(dtype).max}], or convert the input, e.g. x.float()")
     return number
 
 
