@@ -283,3 +283,21 @@ def test_docstring_examples(module):
 
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_module_called_inside_is_guarded_on_its_training_flag():
+    # a closure over a model: after model.eval() its dropout must stop, as eagerly (the graph
+    # traced in training mode would keep dropping); back in training mode the first graph serves
+    from kit import nn
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    compiled = kit.compile(lambda x: model(x))
+    x = kit.ones(3, 4)
+    compiled(x)
+    model.eval()
+    np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).detach().numpy())
+    model.train()
+    compiled(x)
+    assert compiled.size() == 2
+    model[1].eval()  # one submodule's flag is enough
+    np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).detach().numpy())

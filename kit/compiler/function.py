@@ -16,7 +16,7 @@ import warnings
 from kit._tensor import Tensor
 from kit.compiler import rng
 from kit.compiler.codegen import GuardError
-from kit.compiler.guards import captured_ok, signature, tensor_spec
+from kit.compiler.guards import captured_ok, modes_ok, signature, tensor_spec
 from kit.compiler.replay import Program
 from kit.compiler.trace import Tracer
 from kit.grad_mode import STATE
@@ -81,7 +81,7 @@ class CompiledFunction:
             if isinstance(program, _Eager):
                 self.last = program
                 return self.fn(*args, **kwargs)
-            if not captured_ok(program.captured):
+            if not captured_ok(program.captured) or not modes_ok(program.modules):
                 continue
             try:
                 result = program.call(tensors + [t for _, t in program.graph.captured])
@@ -124,6 +124,7 @@ class CompiledFunction:
             # NOTE: the trace ran the backward and the optimiser's calls for real: replayed
             # now, they would run twice. The trace's result is this call's.
             program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
+            program.modules = list(graph.modules.values())
             self.cache.setdefault(key, []).append(program)
             self.last = program
             return result
@@ -142,6 +143,7 @@ class CompiledFunction:
             rng.restore(states)
             result = program.call(inputs)
         program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
+        program.modules = list(graph.modules.values())
         self.cache.setdefault(key, []).append(program)
         self.last = program
         return result

@@ -156,6 +156,7 @@ class Graph:
     # slot in args) and "effect" (an optimiser's step or zero_grad, a scheduler's step)
     effects: list = field(default_factory=list)
     hidden: int = 0  # outputs at the end that the function does not return (a backward's loss)
+    modules: dict = field(default_factory=dict)  # id -> (module, its training flag), as called
 
     @property
     def eager(self):

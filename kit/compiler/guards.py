@@ -4,7 +4,9 @@ A compiled function keeps one cache entry per signature: the structure of the ar
 tensor's shape, dtype, device and requires_grad flag, the other arguments' values, and the modes
 that change what the function computes (grad mode, kit.mx's recording and training flags, a
 module's training flags). Tensors the function read from outside (captured) are checked on every
-call too. A break's reason names the source line, as torch.compile's explanations do.
+call too, and so are the training flags of the modules it called (a closure over a model traces
+again after model.eval(): its dropout and batch norm compute something else). A break's reason
+names the source line, as torch.compile's explanations do.
 """
 
 from __future__ import annotations
@@ -134,6 +136,15 @@ def captured_ok(captured):
         d = t._data
         if d.shape != spec[0] or (d.dtype is not spec[1] and d.dtype != spec[1]) or \
                 type(d) is not spec[2] or bool(t._rg) is not spec[3]:
+            return False
+    return True
+
+
+def modes_ok(modules):
+    """True when every module the trace called still has the training flag it had then (a
+    compiled function that calls model, after model.eval(), traces again)."""
+    for module, training in modules:
+        if module.training is not training:
             return False
     return True
 

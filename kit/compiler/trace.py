@@ -274,6 +274,11 @@ class Tracer:
         self.frozen = self.frozen or changes_parameters
         return None
 
+    def module(self, module):
+        """A module (kit.nn, kit.torch.nn) called in the traced function: what it computes can
+        depend on its training flag (dropout, batch norm), so the graph is guarded on it."""
+        self.graph.modules.setdefault(id(module), (module, module.training))
+
     def unsplittable(self, what, where):
         """A break that cannot be a guard: the function will run eagerly."""
         self._refuse(what, where)

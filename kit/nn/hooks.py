@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from kit._modes import STATE
 from kit._tensor import RemovableHandle, Tensor
 from kit.function import Function
 
@@ -59,6 +60,8 @@ class ModuleHooks:
         return _register(self._backward_hooks, hook)
 
     def __call__(self, *args, **kwargs):
+        if STATE.tracing is not None:  # kit.compile: the graph holds for this training flag only
+            STATE.tracing.module(self)
         if self._forward_pre_hooks:
             for hook in list(self._forward_pre_hooks.values()):
                 result = hook(self, args)
