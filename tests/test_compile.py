@@ -301,3 +301,18 @@ def test_a_module_called_inside_is_guarded_on_its_training_flag():
     assert compiled.size() == 2
     model[1].eval()  # one submodule's flag is enough
     np.testing.assert_array_equal(compiled(x).detach().numpy(), model(x).detach().numpy())
+
+
+def test_a_parameter_assigned_anew_traces_again():
+    from kit import nn
+
+    layer = nn.Linear(3, 2)
+    norm = nn.BatchNorm1d(2).eval()
+    compiled = kit.compile(lambda x: norm(layer(x)))
+    x = kit.ones(4, 3)
+    for _ in range(2):
+        compiled(x)
+    assert compiled.size() == 1  # (batch norm in eval mode: replayed, its buffers unchanged)
+    layer.weight = nn.Parameter(kit.ones(2, 3))
+    np.testing.assert_array_equal(compiled(x).detach().numpy(), norm(layer(x)).detach().numpy())
+    assert compiled.size() == 2

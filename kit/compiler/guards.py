@@ -5,7 +5,8 @@ tensor's shape, dtype, device and requires_grad flag, the other arguments' value
 that change what the function computes (grad mode, kit.mx's recording and training flags, a
 module's training flags). Tensors the function read from outside (captured) are checked on every
 call too, and so are the training flags of the modules it called (a closure over a model traces
-again after model.eval(): its dropout and batch norm compute something else). A break's reason
+again after model.eval(): its dropout and batch norm compute something else), and their
+parameters and buffers must be the same objects (one assigned anew traces again). A break's reason
 names the source line, as torch.compile's explanations do.
 """
 
@@ -142,9 +143,20 @@ def captured_ok(captured):
 
 def modes_ok(modules):
     """True when every module the trace called still has the training flag it had then (a
-    compiled function that calls model, after model.eval(), traces again)."""
-    for module, training in modules:
-        if module.training is not training:
+    compiled function that calls model, after model.eval(), traces again) and the same
+    parameter and buffer objects (one assigned anew traces again)."""
+    for module, training, params, buffers in modules:
+        if module.training is not training or not _same_objects(
+                module._parameters, params) or not _same_objects(module._buffers, buffers):
+            return False
+    return True
+
+
+def _same_objects(table, recorded):
+    if len(table) != len(recorded):
+        return False
+    for a, b in zip(table.values(), recorded, strict=True):
+        if a is not b:
             return False
     return True
 

@@ -276,8 +276,12 @@ class Tracer:
 
     def module(self, module):
         """A module (kit.nn, kit.torch.nn) called in the traced function: what it computes can
-        depend on its training flag (dropout, batch norm), so the graph is guarded on it."""
-        self.graph.modules.setdefault(id(module), (module, module.training))
+        depend on its training flag (dropout, batch norm), and the graph captured its parameters
+        and buffers, so the graph is guarded on the flag and on those tensors being the same
+        objects (one assigned anew, `model.weight = Parameter(...)`, traces again)."""
+        self.graph.modules.setdefault(id(module), (
+            module, module.training, tuple(module._parameters.values()),
+            tuple(module._buffers.values())))
 
     def unsplittable(self, what, where):
         """A break that cannot be a guard: the function will run eagerly."""
