@@ -125,6 +125,18 @@ def test_what_the_lesson_says_about_torch_compile_holds_in_pytorch():
         torch.compile(opt.step, backend=counter)()
     assert counter.frame_count == 1
     assert hasattr(dynamo.config, "compiled_autograd") and callable(torch.jit.trace)
+    # loss.backward() inside a compiled function is a graph break, unless trace_autograd_ops
+    assert "Unsupported Tensor.backward() call" in text and "trace_autograd_ops" in text
+    assert dynamo.config.trace_autograd_ops is False
+
+    def train_step(x):
+        loss = model(x).sum()
+        loss.backward()
+        return loss
+
+    dynamo.reset()
+    with pytest.raises(Exception, match="Unsupported Tensor.backward\\(\\) call"):
+        torch.compile(train_step, backend="eager", fullgraph=True)(torch.ones(4, 3))
 
 
 def test_what_the_lesson_says_pytorchs_profiler_shows_holds():
