@@ -290,3 +290,27 @@ def test_a_function_of_effects_only_replays_them():
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
         assert p.grad is None and q.grad is None
     assert [e["call"] for e in compiled.explain()["effects"]] == ["SGD.step", "SGD.zero_grad"]
+
+
+def test_a_scheduler_given_a_metric_inside_runs_eagerly():
+    # a replay would pass the traced metric again: the function runs eagerly instead
+    from kit.optim.lr_scheduler import ReduceLROnPlateau
+
+    ps = _params()
+    opt = SGD(ps, lr=0.1)
+    plateau = ReduceLROnPlateau(opt, patience=0)
+    metrics = iter([1.0, 2.0, 3.0])
+
+    def step(x, y):
+        loss = _loss(ps, x, y)
+        loss.backward()
+        opt.step()
+        plateau.step(next(metrics))  # the break
+        return loss
+
+    fn = kit.compile(step)
+    for _ in range(3):
+        fn(*_data())
+    assert opt.param_groups[0]["lr"] < 0.1 * 0.1 * 1.0001  # reduced twice: 2.0 and 3.0
+    info = fn.explain()
+    assert info["eager"] and info["breaks"][0]["what"] == "effect"

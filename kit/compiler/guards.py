@@ -51,8 +51,10 @@ REASONS = {  # what -> (why the graph breaks there, how to avoid it)
                        "optimiser's calls, in their order)",
                        "compute everything before loss.backward(); end the function with the "
                        "backward and the optimiser's step and zero_grad"),
-    "effect": ("a call with a closure, or one that returns a value, on an optimiser or a "
-               "scheduler inside the function", "call step() without a closure, or outside"),
+    "effect": ("a call on an optimiser or a scheduler inside the function with arguments other "
+               "than flags (a closure, a tensor, a metric: a replay would pass the traced ones "
+               "again), or one that returns a value",
+               "call step() without arguments, or make the call outside"),
     "grad": ("a .grad is set inside the function (a replay would not set it)",
              "use optimizer.zero_grad() (replayed), or set it outside"),
     "hook": ("a gradient hook is registered inside the function",

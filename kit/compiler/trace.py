@@ -257,10 +257,12 @@ class Tracer:
         """An optimiser's step or zero_grad, or a scheduler's step, in the traced function:
         recorded as a call the replay makes again, in order after the backward (it touches
         .grad, learning rates, and with `changes_parameters` the parameters: then nothing may
-        be computed after it). Arguments that are tensors or closures, or a value returned,
-        make the function run eagerly."""
+        be computed after it). Arguments other than flags (a closure, a tensor, a metric: a
+        replay would pass the traced ones again), or a value returned, make the function run
+        eagerly."""
         where = user_line()
-        refused = any(callable(a) or isinstance(a, Tensor) for a in (*args, *kwargs.values()))
+        refused = any(a is not None and not isinstance(a, bool)
+                      for a in (*args, *kwargs.values()))
         if refused:
             self.unsplittable("effect", where)
         with Paused(self):  # (the function runs eagerly if refused: nothing to record inside)

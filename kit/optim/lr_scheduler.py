@@ -216,6 +216,7 @@ class ReduceLROnPlateau:
             best + self.threshold)
         return a > bound
 
+    @_replayed
     def step(self, metrics):
         current = float(metrics)
         self.last_epoch += 1
