@@ -205,6 +205,8 @@ class Tensor:
 
     @property
     def grad(self):
+        if STATE.tracing is not None:  # kit.compile: .grad is another tensor on every step
+            STATE.tracing.observe(self, "grad")
         if self.grad_fn is not None and not self._retains_grad:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "

@@ -314,3 +314,32 @@ def test_a_scheduler_given_a_metric_inside_runs_eagerly():
     assert opt.param_groups[0]["lr"] < 0.1 * 0.1 * 1.0001  # reduced twice: 2.0 and 3.0
     info = fn.explain()
     assert info["eager"] and info["breaks"][0]["what"] == "effect"
+
+
+def test_reading_a_grad_inside_runs_eagerly():
+    # .grad is another tensor on every step: a replay would return the traced one
+    ps = _params()
+    step, _ = _sgd_step(ps)
+
+    def with_grad(x, y):
+        loss = _loss(ps, x, y)
+        loss.backward()
+        return loss, ps[2].grad  # the break
+
+    fn = kit.compile(with_grad)
+    for i in range(2):
+        ps[2].grad = None
+        _, g = fn(*_data(i))
+        ps2 = _params()
+        _loss(ps2, *_data(i)).backward()
+        np.testing.assert_array_equal(g.numpy(), ps2[2].grad.numpy())
+    assert fn.explain()["eager"] and fn.explain()["breaks"][0]["what"] == "after_backward"
+
+    def reads_first(x, y):
+        before = ps[2].grad  # the break: the .grad of the previous call
+        loss = _loss(ps, x, y)
+        return loss if before is None else loss + before.sum()
+
+    fn = kit.compile(reads_first)
+    fn(*_data())
+    assert fn.explain()["eager"] and fn.explain()["breaks"][0]["what"] == "grad"

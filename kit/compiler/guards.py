@@ -55,8 +55,10 @@ REASONS = {  # what -> (why the graph breaks there, how to avoid it)
                "than flags (a closure, a tensor, a metric: a replay would pass the traced ones "
                "again), or one that returns a value",
                "call step() without arguments, or make the call outside"),
-    "grad": ("a .grad is set inside the function (a replay would not set it)",
-             "use optimizer.zero_grad() (replayed), or set it outside"),
+    "grad": ("a .grad is read or set inside the function (a replay would read the tensor the "
+             "trace saw, and set nothing; .grad is another tensor on every step)",
+             "read gradients outside the compiled function; reset them with "
+             "optimizer.zero_grad() (replayed)"),
     "hook": ("a gradient hook is registered inside the function",
              "register hooks outside the compiled function"),
     "random": ("random numbers are drawn outside kit's random functions (kit.rand, kit.randn, "

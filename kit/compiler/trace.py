@@ -454,6 +454,8 @@ class Tracer:
             return slot
         if t._grad_fn is not None and self._derived(t):
             self.unsplittable("untraced", user_line())
+        if self.frozen:  # (first seen after the backward or the step: perhaps made by them)
+            self.unsplittable("after_backward", user_line())
         slot = self._register(t, "captured")
         self.graph.captured.append((slot, t))
         return slot
