@@ -24,6 +24,7 @@ from kit.ops import (
     conv,  # noqa: F401 - imported to declare its ops (not in __all__: see below)
     elementwise,
     elementwise_math,
+    elementwise_more,
     extra,
     linalg,
     movement,
@@ -32,6 +33,7 @@ from kit.ops import (
     rearrange,
     reductions,
     selection,
+    shapes_more,
     signal,
     sorting,
     square_matrices,
@@ -52,6 +54,8 @@ __all__ = ["bitwise", "composite", "concatenate", "elementwise", "extra", "linal
 # the ops real programs need (issue 12)
 __all__ += ["elementwise_math", "rearrange", "selection", "signal", "square_matrices",
             "statistics", "vectors"]
+# the Tensor methods and torch functions PyTorch programs call
+__all__ += ["elementwise_more", "shapes_more"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 

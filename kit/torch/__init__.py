@@ -117,6 +117,7 @@ from kit.torch.linalg import cholesky_deprecated as cholesky  # noqa: E402
 # kit's ops under the names their declarations publish in kit.torch (kit/ops/_registry.py).
 _FROM_REGISTRY = {name: op.fn for name, op in published("torch")}
 globals().update(_FROM_REGISTRY)
+subtract = sub  # (sub takes alpha=, so it is _functions.sub, not the registry's)
 
 
 def __getattr__(name):
@@ -141,7 +142,7 @@ __all__ = [
     "log_softmax", "logsumexp",
     "long", "manual_seed", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "numel",
     "ones", "ones_like", "profiler", "rand", "randint", "randn", "set_grad_enabled", "short",
-    "softmax", "sort", "stack", "sub", "sum",
+    "softmax", "sort", "stack", "sub", "subtract", "sum",
     "Tensor", "tensor", "uint8", "zeros", "zeros_like",
 ]
 __all__ += sorted(_FROM_REGISTRY)
