@@ -80,6 +80,18 @@ def _takes_operand(fn):
     return len(required) > 1
 
 
+def _comparing(name):
+    """`x.allclose(y)` (and isclose, equal): kit.torch's function of the same name, imported on
+    first use (kit.torch is built on kit, after these methods)."""
+
+    def method(self, other, *args, **kwargs):
+        from kit.torch import _functions
+
+        return getattr(_functions, name)(self, other, *args, **kwargs)
+
+    return _named(method, name)
+
+
 # Methods that are no single op: spellings of several, or the in-place machinery.
 _OTHERS = {
     "__pos__": lambda s: s,
@@ -102,6 +114,7 @@ _OTHERS = {
     "t_": reshaping("t_", _t),
     "index_add_": _index_add_,
     "type_as": lambda s, other: s.to(other.dtype),
+    **{name: _comparing(name) for name in ("isclose", "allclose", "equal")},
     "is_floating_point": lambda s: s.dtype.kind == "f",
     "is_contiguous": lambda s: bool(s._data.flags.c_contiguous),
     # NOTE: flattened and reshaped back, the data is laid out in C order and the gradient flows

@@ -134,6 +134,7 @@ STEPS = {
     "tan": lambda T, x, y: T.tan(x), "arcsinh": lambda T, x, y: x.arcsinh(),
     "acosh": lambda T, x, y: T.acosh(x), "atanh": lambda T, x, y: x.atanh(),
     "erfc": lambda T, x, y: T.erfc(x), "exp2": lambda T, x, y: x.exp2(),
+    "lgamma": lambda T, x, y: T.lgamma(x), "digamma": lambda T, x, y: x.digamma(),
     "logit": lambda T, x, y: T.logit(x), "logit_eps": lambda T, x, y: x.logit(0.25),
     "sinc": lambda T, x, y: T.sinc(x), "deg2rad": lambda T, x, y: T.deg2rad(x),
     "rad2deg": lambda T, x, y: x.rad2deg(), "signbit": lambda T, x, y: T.signbit(x),

@@ -18,6 +18,8 @@ SAMPLES_METHODS = {
     "tan": [s(uniform(2, 3, low=-1.2, high=1.2))], "exp2": [s(A)], "asinh": [s(A)],
     "acosh": [s(positive(A) + 1)], "atanh": [s(uniform(2, 3, low=-0.9, high=0.9))],
     "erfc": [s(A)], "sinc": [s(nonzero(A))],
+    "lgamma": [s(nonzero(A * 2))],
+    "digamma": [s(nonzero(A * 2))],
     "logit": [s(UNIT), s(UNIT, call=lambda f, x: f(x, 0.2),
                          torch=lambda torch, x: torch.logit(x, 0.2))],
     "deg2rad": [s(A)], "rad2deg": [s(A)], "positive": [s(A)],

@@ -106,6 +106,104 @@ erfc = _unary("erfc", _erfc, lambda node, g, x: (-g * _TWO_OVER_SQRT_PI * exp_(-
               "x", torch="erfc")
 
 
+# --- lgamma and digamma (NumPy has neither; Python's math has lgamma) ------------------------
+def _lgamma_of(v):
+    try:
+        return math.lgamma(v)
+    except ValueError:  # a pole (0, -1, -2...): +inf, as PyTorch
+        return math.inf
+
+
+_LGAMMA = np.frompyfunc(_lgamma_of, 1, 1)
+
+
+def _lgamma(xp, x):
+    if x.dtype.kind != "f":
+        x = x.astype(default_float())
+    if backend.device_of(x) == "cpu":
+        return np.asarray(_LGAMMA(x), dtype=x.dtype)
+    import cupyx.scipy.special  # pragma: no cover - the GPU (or tests/fake_cupy.py)
+
+    return cupyx.scipy.special.gammaln(x)
+
+
+def _shifted_up(xp, x, term):
+    """(y, sum of term(x + k) for the k that bring x to 10 or more): the recurrences of
+    digamma and trigamma, so that their asymptotic series are exact to double precision."""
+    y, total = x, xp.zeros_like(x)
+    for _ in range(10):
+        small = y < 10
+        total = total + xp.where(small, term(xp.where(small, y, 1.0)), 0.0)
+        y = xp.where(small, y + 1, y)
+    return y, total
+
+
+def _digamma(xp, x):
+    """digamma(x) = d lgamma(x) / dx: reflected below 1/2 (psi(1 - x) - pi / tan(pi x)),
+    recurred up to 10, then its asymptotic series; -1/x at +-0, NaN at the negative integers
+    and -inf, as PyTorch."""
+    if x.dtype.kind != "f":
+        x = x.astype(default_float())
+    d = x.astype(np.float64)  # (float32 would lose digits near the poles, where PyTorch's not)
+    reflect = d < 0.5
+    y, total = _shifted_up(xp, xp.where(reflect, 1 - d, d), lambda v: 1 / v)
+    inv2 = 1 / (y * y)
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
+    psi = xp.log(y) - 0.5 / y - series - total
+    psi = xp.where(reflect, psi - math.pi / xp.tan(math.pi * d), psi)
+    pole = (d < 0) & (d == xp.floor(d))  # (also -inf)
+    psi = xp.where(pole, math.nan, xp.where(d == 0, -1 / xp.where(d == 0, d, 1.0), psi))
+    return psi.astype(x.dtype, copy=False)
+
+
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66)  # B2, B4, ... B10
+
+
+def _polygamma_array(n, xp, x):
+    """polygamma(n, x), the n-th derivative of digamma (n = 1, 2), in x's own dtype (as
+    PyTorch: at float32's poles it gives float32's values): reflected below 1/2, recurred up to
+    10, then its asymptotic series in the Bernoulli numbers."""
+    reflect = x < 0.5
+    y, total = _shifted_up(xp, xp.where(reflect, 1 - x, x), lambda v: v ** -(n + 1))
+    series = math.factorial(n - 1) / y**n + math.factorial(n) / (2 * y ** (n + 1))
+    for k, b in enumerate(_BERNOULLI, start=1):
+        series = series + b * math.factorial(2 * k + n - 1) / math.factorial(2 * k) / y ** (
+            2 * k + n)
+    out = (-1) ** (n + 1) * (series + math.factorial(n) * total)  # at 1 - x where reflected
+    s = xp.sin(math.pi * x)
+    if n == 1:  # psi1(x) + psi1(1 - x) = pi^2 / sin^2(pi x)
+        reflected = (math.pi / s) ** 2 - out
+    else:  # psi2(1 - x) - psi2(x) = 2 pi^3 cos(pi x) / sin^3(pi x)
+        reflected = out - 2 * math.pi**3 * xp.cos(math.pi * x) / s**3
+    return xp.where(reflect, reflected, out).astype(x.dtype, copy=False)
+
+
+def _polygamma_rule(node, g, x):
+    n = node.params
+    if n >= 2:
+        raise NotImplementedError("kit.digamma: its third derivative (polygamma(3, x)) is not "
+                                  "implemented in kit (PyTorch has one). Fix: differentiate "
+                                  "digamma at most twice")
+    return (g * _polygamma(n + 1, x),)
+
+
+def _polygamma(n, x):
+    """polygamma(n, x) of an array, or of a Tensor as a node (create_graph differentiates
+    digamma's gradient)."""
+    if isinstance(x, Tensor):
+        d = x._data
+        return record("polygamma", _polygamma_rule, _polygamma_array(
+            n, backend.get_array_module(d), d), (x,), (x,), n)
+    return _polygamma_array(n, backend.get_array_module(x), x)
+
+
+digamma = _unary("digamma", _digamma, lambda node, g, x: (g * _polygamma(1, x),), "x",
+                 torch="digamma")
+lgamma = _unary("lgamma", _lgamma, lambda node, g, x: (g * (
+    digamma(x) if isinstance(x, Tensor) else _digamma(backend.get_array_module(x), x)),), "x",
+    torch="lgamma")
+
+
 def _logit_rule(node, g, x):
     # NOTE: PyTorch's LogitBackward0: 1 / (x (1 - x)), infinite at 0 and 1; without eps NaN
     # outside [0, 1]; with eps 0 outside [eps, 1 - eps] (where the input was clamped)
