@@ -154,6 +154,8 @@ STEPS = {
     "less_equal": lambda T, x, y: T.less_equal(x, y),
     "swapdims": lambda T, x, y: T.swapdims(x, 0, -1), "moveaxis": lambda T, x, y: x.moveaxis(0, -1),
     "ravel": lambda T, x, y: T.ravel(x), "reshape_as": lambda T, x, y: x.reshape_as(y),
+    "dist": lambda T, x, y: T.dist(x, y), "dist_1": lambda T, x, y: x.dist(y, 1),
+    "dist_inf": lambda T, x, y: T.dist(x, y, float("inf")),
 }
 # NOTE: x.std(dim=[]) is left out: PyTorch 2.13's gradient of it is inf (its backward divides
 # by N - 1 with N = 1, as if no dim were reduced); kit's is the gradient over every dim.
@@ -182,7 +184,7 @@ SAVED_OTHERWISE = {"norm", "norm_inf_last", "gelu", "gelu_tanh", "silu", "softpl
                    # the input; float_power a pow of a float64 copy, where PyTorch keeps the
                    # input itself)
                    "fmax", "fmin", "nansum", "nansum_last", "nanmean", "float_power",
-                   "float_power_2"}
+                   "float_power_2", "dist", "dist_1", "dist_inf"}
 # Left out of the programs with infinities: PyTorch 2.13's CPU gelu gives NaN at +inf (its
 # vectorised kernel), where the formula, and kit, give inf.
 FINITE_ONLY = {"gelu", "softshrink"}

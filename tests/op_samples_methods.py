@@ -60,6 +60,7 @@ SAMPLES_METHODS = {
     "mv": [s(M, V)], "addmv": [s(uniform(3), M, V), s(uniform(3), M, V, call=lambda f, *a: f(
         *a, beta=0.5, alpha=2), torch=lambda torch, *a: torch.addmv(*a, beta=0.5, alpha=2))],
     "addr": [s(M, uniform(3), V)], "vdot": [s(V, uniform(4))],
+    "dist": [s(M, uniform(4)), s(M, uniform(3, 1), 3), s(M, uniform(4), 1)],
 }
 # (nansum and nanmean of NaNs: tests/test_tensor_methods_more.py; gradcheck needs finite values)
 BROADCAST_DOMAINS_METHODS = {"xlogy": (None, positive), "float_power": (positive, None),

@@ -35,7 +35,7 @@ from kit.ops.elementwise import (
     where_,
 )
 from kit.ops.elementwise_math import _floating, sqrt_
-from kit.ops.movement import astype
+from kit.ops.movement import astype, broadcast_shapes
 from kit.ops.nn import _TWO_OVER_SQRT_PI
 from kit.ops.reductions import all_if_none
 from kit.ops.reductions import sum as sum_
@@ -293,7 +293,7 @@ def _float_tensors(op):
                 raise TypeError(f"kit.{op}(): argument '{name}' must be Tensor, not "
                                 f"{type(v).__name__}. Fix: kit.tensor({v!r})")
         if a.dtype.kind != "f" and b.dtype.kind != "f":
-            np.broadcast_shapes(a.shape, b.shape)
+            broadcast_shapes(a.shape, b.shape)  # (PyTorch's RuntimeError for the shapes first)
             dtype = result_type(a._data, b._data)
             raise NotImplementedError(f"\"{op}\" not implemented for {dtype} (kit.{op}, as in "
                                       f"PyTorch). Fix: convert first, e.g. x.float()")
@@ -412,7 +412,21 @@ def copysign(x, y):
     return record("copysign", _copysign_rule, out, (a, b), (a, OUTPUT))
 
 
-@composite("float_power", methods=("float_power",), torch="float_power")
+def _float64_base(fn):
+    """x.float_power_(y) runs float_power: it writes float64 results, so x must be float64."""
+
+    def inplace_op(x, y):
+        if x.dtype != np.float64:
+            raise RuntimeError(f"kit.float_power_: the base given to float_power_ has dtype "
+                               f"{x.dtype} but the operation's result requires dtype float64 "
+                               f"(as PyTorch). Fix: x = x.double() first, or x.float_power(y)")
+        return fn(x, y)
+
+    return inplace_op
+
+
+@composite("float_power", methods=("float_power",), inplace=(("float_power_", _float64_base),),
+           torch="float_power")
 def float_power(x, y):
     """x ** y computed in float64, whatever the dtypes (as torch.float_power)."""
     x, y = (astype(v, np.float64) if isinstance(v, Tensor) else float(v) for v in (x, y))

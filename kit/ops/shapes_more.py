@@ -19,7 +19,16 @@ from kit.ops._registry import composite
 from kit.ops.elementwise import where
 from kit.ops.extra import _check_index, _grid, gather
 from kit.ops.linalg import _check_broadcast, _fused, _same_dtype, dot, matmul, outer
-from kit.ops.movement import astype, cat, expand, getitem, index_put, reshape, transpose
+from kit.ops.movement import (
+    astype,
+    broadcast_shapes,
+    cat,
+    expand,
+    getitem,
+    index_put,
+    reshape,
+    transpose,
+)
 from kit.ops.rearrange import flip
 from kit.ops.selection import _long_index, one_dim, require_tensor
 from kit.ops.view_ops import split
@@ -287,7 +296,7 @@ def masked_scatter(x, mask, source):
         raise RuntimeError(f"kit.masked_scatter: masked_scatter: expected self and source to "
                            f"have same dtypes but got {x.dtype} and {source.dtype}")
     xp = backend.get_array_module(m)
-    shape = np.broadcast_shapes(tuple(x.shape), m.shape)
+    shape = broadcast_shapes(tuple(x.shape), m.shape)
     m = xp.broadcast_to(m, shape)
     count = int(m.sum())
     if count > source.numel():
@@ -340,7 +349,7 @@ def cummin(x, dim):
 def cross(x, y, dim=None):
     """The cross product of 3-vectors along `dim` (by default the first dim of size 3, with
     PyTorch's deprecation warning), with broadcasting."""
-    shape = np.broadcast_shapes(tuple(x.shape), tuple(y.shape))
+    shape = broadcast_shapes(tuple(x.shape), tuple(y.shape))
     if dim is not None:  # each input has 3 there before broadcasting, as PyTorch checks
         for t in (x, y):
             d = one_dim(t, dim, "cross")
@@ -413,6 +422,14 @@ def addr(x, vec1, vec2, *, beta=1, alpha=1):
     product = outer(vec1, vec2)
     _check_broadcast(x, tuple(product.shape), "addr")
     return _fused(x, product, beta, alpha)
+
+
+@composite("dist", methods=("dist",), torch="dist")
+def dist(x, y, p=2):
+    """The p-norm of x - y (broadcast), as torch.dist."""
+    from kit.ops.norms import norm
+
+    return norm(x - y, float(p))
 
 
 @composite("vdot", methods=("vdot",), torch="vdot")

@@ -118,6 +118,10 @@ from kit.torch.linalg import cholesky_deprecated as cholesky  # noqa: E402
 _FROM_REGISTRY = {name: op.fn for name, op in published("torch")}
 globals().update(_FROM_REGISTRY)
 subtract = sub  # (sub takes alpha=, so it is _functions.sub, not the registry's)
+# Tensor methods PyTorch also has as functions (kit/_tensor_info.py, kit/_tensor_methods.py)
+t, is_complex, is_signed, get_device, is_same_size, is_nonzero = (
+    Tensor.t, Tensor.is_complex, Tensor.is_signed, Tensor.get_device, Tensor.is_same_size,
+    Tensor.is_nonzero)
 
 
 def __getattr__(name):
@@ -151,3 +155,4 @@ __all__ += ["e", "empty_like", "full_like", "get_default_device", "get_default_d
             "linalg", "nan", "pi", "rand_like", "randn_like", "set_default_device",
             "set_default_dtype"]
 __all__ += ["bernoulli", "cholesky", "logspace", "multinomial", "normal", "randperm"]  # issue 12
+__all__ += ["get_device", "is_complex", "is_nonzero", "is_same_size", "is_signed", "t"]
