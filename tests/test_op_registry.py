@@ -49,6 +49,7 @@ from kit.ops import (
     rearrange,
     reductions,
     selection,
+    shapes_more,
     signal,
     sorting,
     square_matrices,
@@ -124,7 +125,7 @@ def test_every_public_function_of_a_family_file_is_declared():
     declared = {op.fn for op in OPS.values()}
     for module in (elementwise, reductions, movement, linalg, sorting, composite, bitwise, nn,
                    conv, elementwise_math, selection, rearrange, square_matrices, statistics,
-                   signal, vectors, elementwise_more):
+                   signal, vectors, elementwise_more, shapes_more):
         for name, fn in vars(module).items():
             if callable(fn) and getattr(fn, "__module__", None) == module.__name__ and \
                     not name.startswith("_") and not isinstance(fn, type) and name not in helpers:

@@ -302,6 +302,20 @@ def test_inplace_view_ops_change_the_shape_of_the_same_tensor(name):
     assert outcomes[0] == outcomes[1]
 
 
+def test_inplace_view_op_on_a_view_stays_a_view_of_its_base():
+    outcomes = []
+    for lib in (ktorch, torch):
+        a = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        b = a * 1
+        v = b[0]
+        v.unsqueeze_(0)
+        v.mul_(lib.tensor([[2.0, 3.0, 4.0]]))  # writes through to b, history included
+        out = (b * lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum() + v.sum()
+        (g,) = lib.autograd.grad(out, a)
+        outcomes.append((tuple(v.shape), b.tolist(), g.tolist(), v._base is b))
+    assert outcomes[0] == outcomes[1]
+
+
 def test_inplace_view_op_without_grad_keeps_the_memory():
     t = ktorch.zeros(2, 3)
     t.t_()

@@ -14,6 +14,9 @@ The ops real programs call (issue 12): primitives in elementwise_math (rounding,
 trigonometry, erfinv, nan_to_num...), selection (nonzero, unique), square_matrices (det, inv,
 solve, cholesky, eigh) and view_ops (unbind, split); composites in rearrange, statistics,
 signal and vectors.
+The Tensor methods and torch functions PyTorch programs call: primitives in elementwise_more
+(tan, erfc, lgamma, digamma, logaddexp, xlogy, logit, copysign...), composites there (fmax,
+nansum...) and in shapes_more (repeat, tensor_split, scatter, cummax, cross, mv...).
 """
 
 from __future__ import annotations
