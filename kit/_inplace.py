@@ -140,10 +140,27 @@ def _inplace(name, op, fast=None):
                 target[...] = result._data
             bump_version(self)
             return self
-        return _write(name, self, op(_alias(self, name), other, *args, **kwargs))
+        old = _alias(self, name)
+        result = op(old, other, *args, **kwargs)
+        if result.dtype == np.bool_ and not result._rg and self.dtype.kind == "f":
+            result = _zero_gradient(result, self.dtype, old, other)
+        return _write(name, self, result)
 
     method.__name__ = name
     return method
+
+
+def _zero_gradient(result, dtype, *operands):
+    """A comparison's 1s and 0s written into a float tensor (`x.lt_(y)`) that records: PyTorch's
+    node (LtBackward1) keeps the tensor requiring grad, with a zero gradient for each operand.
+    sign(v) * 0 is that, and exactly 0 in value (sign(NaN) and sign(inf) are finite)."""
+    from kit.ops.elementwise import sign
+
+    result = astype(result, dtype)
+    for v in operands:
+        if isinstance(v, Tensor) and v.requires_grad:
+            result = result + sign(v) * 0
+    return result
 
 
 # x += y is PyTorch's add_, x /= y its div_, x //= y its floor_divide_, ...
@@ -210,6 +227,27 @@ def no_operand(name, op):
 
     def inplace(self, *args, **kwargs):
         return method(self, None, *args, **kwargs)
+
+    inplace.__name__ = name
+    return inplace
+
+
+# --- in-place view ops: x.unsqueeze_(0), x.t_() change x's shape, not its values ------------
+def reshaping(name, op):
+    """The in-place form of a view op: x takes the view's array and history (so x.grad_fn is
+    UnsqueezeBackward, as PyTorch's), and its version counter is bumped; its values and memory
+    stay."""
+
+    def inplace(self, *args):
+        if _recording(self):
+            _views.check_inplace(self, name)
+        result = op(self, *args)
+        self._data = result._data
+        bump_version(self)
+        if _recording(self):
+            self._rg, self._grad_fn, self._nr, self._edge = (
+                result._rg, result._grad_fn, result._nr, result._edge)
+        return self
 
     inplace.__name__ = name
     return inplace

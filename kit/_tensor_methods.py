@@ -20,9 +20,11 @@ from kit._inplace import (
     _setitem,
     _zero_,
     no_operand,
+    reshaping,
 )
 from kit._random import METHODS as RANDOM
 from kit._tensor import Tensor
+from kit._tensor_info import INFO
 from kit.ops import movement, permute, transpose
 from kit.ops._registry import OPS
 
@@ -39,9 +41,13 @@ def _from_registry():
         for item in op.methods:
             name, spelling = (item, None) if isinstance(item, str) else item
             spelt[name] = op.fn if spelling is None else _named(spelling(op.fn), name)
-        for name in op.inplace:
-            # `add_` does what the method `add` does (with alpha=), `__iadd__` what `add` does.
+        for item in op.inplace:
+            # `add_` does what the method `add` does (with alpha=), `__iadd__` what `add` does;
+            # an item (name, spelling) runs spelling(that) instead (asinh_, kit/ops/
+            # elementwise_more.py)
+            name, spelling = (item, None) if isinstance(item, str) else item
             base = spelt.get(name[:-1], op.fn) if not name.startswith("__") else op.fn
+            base = base if spelling is None else spelling(base)
             spelt[name] = (_inplace(name, base, op.fast) if _takes_operand(base)
                            else no_operand(name, base))
         duplicate = methods.keys() & spelt.keys()
@@ -74,6 +80,18 @@ def _takes_operand(fn):
     return len(required) > 1
 
 
+def _comparing(name):
+    """`x.allclose(y)` (and isclose, equal): kit.torch's function of the same name, imported on
+    first use (kit.torch is built on kit, after these methods)."""
+
+    def method(self, other, *args, **kwargs):
+        from kit.torch import _functions
+
+        return getattr(_functions, name)(self, other, *args, **kwargs)
+
+    return _named(method, name)
+
+
 # Methods that are no single op: spellings of several, or the in-place machinery.
 _OTHERS = {
     "__pos__": lambda s: s,
@@ -86,14 +104,24 @@ _OTHERS = {
     "copy_": _inplace("copy_", _fill_op),
     "zero_": _zero_,
     "clamp_": _clamp_,
+    "clip_": lambda s, min=None, max=None: _clamp_(s, min, max),  # noqa: A002
+    "reshape_as": lambda s, other: movement.reshape(s, tuple(other.shape)),
+    "squeeze_": reshaping("squeeze_", movement.squeeze),
+    "unsqueeze_": reshaping("unsqueeze_", movement.unsqueeze),
+    "transpose_": reshaping("transpose_", transpose),
+    "swapaxes_": reshaping("swapaxes_", transpose),
+    "swapdims_": reshaping("swapdims_", transpose),
+    "t_": reshaping("t_", _t),
     "index_add_": _index_add_,
     "type_as": lambda s, other: s.to(other.dtype),
+    **{name: _comparing(name) for name in ("isclose", "allclose", "equal")},
     "is_floating_point": lambda s: s.dtype.kind == "f",
     "is_contiguous": lambda s: bool(s._data.flags.c_contiguous),
     # NOTE: flattened and reshaped back, the data is laid out in C order and the gradient flows
     "contiguous": lambda s: s if s._data.flags.c_contiguous else movement.reshape(
         movement.reshape(s, (-1,)), s.shape),
     **NEW,
+    **INFO,  # stride, element_size, is_cuda... (kit/_tensor_info.py)
     **RANDOM,  # multinomial, bernoulli and the in-place random fills (kit/_random.py)
 }
 

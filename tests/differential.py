@@ -130,6 +130,32 @@ STEPS = {
     "soft_margin_loss": lambda T, x, y: T.nn.functional.soft_margin_loss(x, y),
     "hinge_embedding_loss": lambda T, x, y: T.nn.functional.hinge_embedding_loss(x, y),
     "poisson_nll_loss": lambda T, x, y: T.nn.functional.poisson_nll_loss(x, y),
+    # Tensor methods and torch functions PyTorch programs call (kit/ops/elementwise_more.py)
+    "tan": lambda T, x, y: T.tan(x), "arcsinh": lambda T, x, y: x.arcsinh(),
+    "acosh": lambda T, x, y: T.acosh(x), "atanh": lambda T, x, y: x.atanh(),
+    "erfc": lambda T, x, y: T.erfc(x), "exp2": lambda T, x, y: x.exp2(),
+    "lgamma": lambda T, x, y: T.lgamma(x), "digamma": lambda T, x, y: x.digamma(),
+    "logit": lambda T, x, y: T.logit(x), "logit_eps": lambda T, x, y: x.logit(0.25),
+    "sinc": lambda T, x, y: T.sinc(x), "deg2rad": lambda T, x, y: T.deg2rad(x),
+    "rad2deg": lambda T, x, y: x.rad2deg(), "signbit": lambda T, x, y: T.signbit(x),
+    "isposinf": lambda T, x, y: x.isposinf(), "isneginf": lambda T, x, y: T.isneginf(x),
+    "nansum": lambda T, x, y: x.nansum(), "nansum_last": lambda T, x, y: T.nansum(x, -1),
+    "nanmean": lambda T, x, y: x.nanmean(), "positive": lambda T, x, y: T.positive(x),
+    "negative": lambda T, x, y: x.negative(), "absolute": lambda T, x, y: T.absolute(x),
+    "logaddexp": lambda T, x, y: T.logaddexp(x, y), "logaddexp2": lambda T, x, y: x.logaddexp2(y),
+    "xlogy": lambda T, x, y: T.xlogy(x, y), "xlogy_2": lambda T, x, y: x.xlogy(2),
+    "copysign": lambda T, x, y: T.copysign(x, y), "copysign_neg": lambda T, x, y: x.copysign(-1),
+    "fmax": lambda T, x, y: T.fmax(x, y), "fmin": lambda T, x, y: x.fmin(y),
+    "float_power": lambda T, x, y: T.float_power(x, y),
+    "float_power_2": lambda T, x, y: x.float_power(2),
+    "subtract_alpha": lambda T, x, y: T.subtract(x, y, alpha=2),
+    "multiply": lambda T, x, y: x.multiply(y), "true_divide": lambda T, x, y: T.true_divide(x, y),
+    "not_equal": lambda T, x, y: T.not_equal(x, y), "greater": lambda T, x, y: x.greater(y),
+    "less_equal": lambda T, x, y: T.less_equal(x, y),
+    "swapdims": lambda T, x, y: T.swapdims(x, 0, -1), "moveaxis": lambda T, x, y: x.moveaxis(0, -1),
+    "ravel": lambda T, x, y: T.ravel(x), "reshape_as": lambda T, x, y: x.reshape_as(y),
+    "dist": lambda T, x, y: T.dist(x, y), "dist_1": lambda T, x, y: x.dist(y, 1),
+    "dist_inf": lambda T, x, y: T.dist(x, y, float("inf")),
 }
 # NOTE: x.std(dim=[]) is left out: PyTorch 2.13's gradient of it is inf (its backward divides
 # by N - 1 with N = 1, as if no dim were reduced); kit's is the gradient over every dim.
@@ -152,7 +178,13 @@ SAVED_OTHERWISE = {"norm", "norm_inf_last", "gelu", "gelu_tanh", "silu", "softpl
                    "lerp", "addcmul", "addcdiv", "elu", "hardtanh", "relu6", "hardswish",
                    "hardsigmoid", "logsigmoid", "softsign", "mish", "l1_loss", "smooth_l1_loss",
                    "huber_loss", "softshrink", "hardshrink", "threshold", "soft_margin_loss",
-                   "hinge_embedding_loss", "poisson_nll_loss"}
+                   "hinge_embedding_loss", "poisson_nll_loss",
+                   # (fmax and fmin are a where, which keeps its condition, where PyTorch's node
+                   # keeps both operands; nansum and nanmean a where too, where PyTorch keeps
+                   # the input; float_power a pow of a float64 copy, where PyTorch keeps the
+                   # input itself)
+                   "fmax", "fmin", "nansum", "nansum_last", "nanmean", "float_power",
+                   "float_power_2", "dist", "dist_1", "dist_inf"}
 # Left out of the programs with infinities: PyTorch 2.13's CPU gelu gives NaN at +inf (its
 # vectorised kernel), where the formula, and kit, give inf.
 FINITE_ONLY = {"gelu", "softshrink"}

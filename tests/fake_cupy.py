@@ -328,7 +328,8 @@ def _module():
 
 
 def _special():
-    """cupyx.scipy.special's erf (kit's exact GELU uses it on the GPU) and erfinv, on the host."""
+    """cupyx.scipy.special's erf (kit's exact GELU uses it on the GPU), erfc, gammaln and
+    erfinv, on the host."""
     from kit.ops.elementwise_math import erfinv_array
 
     def erf(x):
@@ -337,6 +338,10 @@ def _special():
 
     special = types.ModuleType("cupyx.scipy.special")
     special.erf = erf
+    special.erfc = lambda x: _wrap(np.vectorize(math.erfc, otypes=[_host(x).dtype])(_host(x)))
+    special.gammaln = lambda x: _wrap(np.vectorize(
+        lambda v: math.lgamma(v) if v > 0 or v != math.floor(v) else math.inf,
+        otypes=[_host(x).dtype])(_host(x)))
     special.erfinv = lambda x: _wrap(erfinv_array(_host(x)))
     scipy = types.ModuleType("cupyx.scipy")
     scipy.special = special

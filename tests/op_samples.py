@@ -273,3 +273,13 @@ BROADCAST_SHAPES = [((), ()), ((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((
 from op_samples_more import NO_VMAP, NOT_DIFFERENTIABLE, SAMPLES_MORE  # noqa: E402, F401
 
 SAMPLES.update(SAMPLES_MORE)
+# The Tensor methods and torch functions added for PyTorch programs, likewise.
+from op_samples_methods import (  # noqa: E402
+    BROADCAST_DOMAINS_METHODS,
+    NO_VMAP_METHODS,
+    SAMPLES_METHODS,
+)
+
+SAMPLES.update(SAMPLES_METHODS)
+NO_VMAP |= NO_VMAP_METHODS
+BROADCAST_DOMAINS.update(BROADCAST_DOMAINS_METHODS)

@@ -14,6 +14,9 @@ The ops real programs call (issue 12): primitives in elementwise_math (rounding,
 trigonometry, erfinv, nan_to_num...), selection (nonzero, unique), square_matrices (det, inv,
 solve, cholesky, eigh) and view_ops (unbind, split); composites in rearrange, statistics,
 signal and vectors.
+The Tensor methods and torch functions PyTorch programs call: primitives in elementwise_more
+(tan, erfc, lgamma, digamma, logaddexp, xlogy, logit, copysign...), composites there (fmax,
+nansum...) and in shapes_more (repeat, tensor_split, scatter, cummax, cross, mv...).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from kit.ops import (
     conv,  # noqa: F401 - imported to declare its ops (not in __all__: see below)
     elementwise,
     elementwise_math,
+    elementwise_more,
     extra,
     linalg,
     movement,
@@ -32,6 +36,7 @@ from kit.ops import (
     rearrange,
     reductions,
     selection,
+    shapes_more,
     signal,
     sorting,
     square_matrices,
@@ -52,6 +57,8 @@ __all__ = ["bitwise", "composite", "concatenate", "elementwise", "extra", "linal
 # the ops real programs need (issue 12)
 __all__ += ["elementwise_math", "rearrange", "selection", "signal", "square_matrices",
             "statistics", "vectors"]
+# the Tensor methods and torch functions PyTorch programs call
+__all__ += ["elementwise_more", "shapes_more"]
 __all__ += sorted(op.fn.__name__ for op in OPS.values() if op.public)  # the generated names
 
 

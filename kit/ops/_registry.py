@@ -16,7 +16,8 @@ A declaration says everything about an op (PyTorch's OpInfo, HIPS autograd's def
 - `methods`: Tensor method names; an item `(name, spelling)` adapts the function (`reflected`
   for `__radd__`, `dims` for PyTorch's `dim=`/`keepdim=`, ...);
 - `inplace`: in-place method names (`add_`, `__iadd__`), `fast`: the NumPy in-place operator used
-  when nothing records (`operator.iadd`);
+  when nothing records (`operator.iadd`); an item `(name, spelling)` runs `spelling(op)` in
+  place of the op;
 - `torch`, `mx`: the names kit.torch and kit.mx.nd publish it under (a name, a tuple, or None);
 - `expr`: for an elementwise primitive, its forward as `expr(xp, *args)` on its positional
   arguments once they share one dtype (the array computation, written so that it also runs on
@@ -216,11 +217,23 @@ def with_dim(fn):
 
 
 def with_alpha(fn):
-    """PyTorch's `x.add(y, alpha=a)`, x + a * y; the scaling is an op, so it is differentiable."""
+    """PyTorch's `x.add(y, alpha=a)`, x + a * y; the scaling is an op, so it is differentiable.
+    A tensor y is scaled in the dtype of x + y, as PyTorch's (a uint8 y times 2 does not wrap),
+    after the op's own operand check (`check`, sub's refusal of bool)."""
+    from kit._promotion import result_type
     from kit.ops.elementwise import mul
+    from kit.ops.movement import astype
 
     def method(self, other, alpha=1):
-        return fn(self, other if alpha == 1 else mul(other, alpha))
+        if alpha == 1:
+            return fn(self, other)
+        if not hasattr(other, "shape"):  # a number is scaled as a number: x.sub(1, alpha=2)
+            return fn(self, other * alpha)
+        check = getattr(fn, "check", None)
+        if check is not None:
+            check(self, other)
+        dtype = result_type(self, other)
+        return fn(self, mul(other if other.dtype == dtype else astype(other, dtype), alpha))
 
     return method
 

@@ -74,8 +74,10 @@ def _binary(op, compute, rule, keep, check=None, **names):
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise {op} with broadcasting; Python numbers are accepted on either side."
-    return declare(op, fn, grad=rule, saves="" if keep is None else "a, b", batch="broadcasting",
-                   expr=lambda xp, x, y: compute(x, y), **names)
+    declared = declare(op, fn, grad=rule, saves="" if keep is None else "a, b",
+                       batch="broadcasting", expr=lambda xp, x, y: compute(x, y), **names)
+    declared.check = check  # (with_alpha checks the operands before it scales one)
+    return declared
 
 
 def _unary(op, compute, rule, save, floating=True, **names):
@@ -121,8 +123,9 @@ def _no_bool(a, b):
 
 sub = _binary(
     "sub", lambda x, y: x - y, lambda node, g: (g, -g), None,
-    methods=("__sub__", ("__rsub__", reflected), ("sub", with_alpha)),
-    inplace=("__isub__", "sub_"), fast=operator.isub, mx=("broadcast_sub", "elemwise_sub"),
+    methods=("__sub__", ("__rsub__", reflected), ("sub", with_alpha), ("subtract", with_alpha)),
+    inplace=("__isub__", "sub_", "subtract_"), fast=operator.isub,
+    mx=("broadcast_sub", "elemwise_sub"),
     check=_no_bool,
 )
 
@@ -158,13 +161,15 @@ def _dividend_if_needed(saved, edges):
 
 mul = _binary(
     "mul", lambda x, y: x * y, _mul_rule, cross,
-    methods=("__mul__", ("__rmul__", reflected), "mul"), inplace=("__imul__", "mul_"),
-    fast=operator.imul, torch="mul", mx=("broadcast_mul", "elemwise_mul"),
+    methods=("__mul__", ("__rmul__", reflected), "mul", "multiply"),
+    inplace=("__imul__", "mul_", "multiply_"), fast=operator.imul, torch=("mul", "multiply"),
+    mx=("broadcast_mul", "elemwise_mul"),
 )
 div = _binary(
     "div", _true_divide, _div_rule, _dividend_if_needed,
-    methods=("__truediv__", ("__rtruediv__", reflected), "div"),
-    inplace=("__itruediv__", "div_"), fast=operator.itruediv, torch="div",
+    methods=("__truediv__", ("__rtruediv__", reflected), "div", "divide", "true_divide"),
+    inplace=("__itruediv__", "div_", "divide_", "true_divide_"), fast=operator.itruediv,
+    torch=("div", "divide", "true_divide"),
     mx=("broadcast_div", "elemwise_div"),
 )
 
@@ -278,7 +283,7 @@ def _absolute(xp, x):
 
 
 neg = _unary("neg", _negate, lambda node, g: (-g,), "", floating=False,
-             methods=("__neg__", "neg"), torch="neg", mx="negative")
+             methods=("__neg__", "neg", "negative"), torch=("neg", "negative"), mx="negative")
 exp = _unary("exp", lambda xp, x: xp.exp(x), lambda node, g, y: (g * y,), "y",
              torch="exp", mx="exp")
 log = _unary("log", lambda xp, x: xp.log(x), lambda node, g, x: (g / x,), "x",
@@ -314,7 +319,7 @@ def _abs_rule(node, g, x):
 
 abs = _unary(  # noqa: A001
     "abs", _absolute, _abs_rule, "x", floating=False,
-    methods=("__abs__", "abs"), torch="abs", mx="abs",
+    methods=("__abs__", "abs", "absolute"), torch=("abs", "absolute"), mx="abs",
 )
 sin = _unary("sin", lambda xp, x: xp.sin(x), lambda node, g, x: (g * cos_(x),), "x",
              torch="sin", mx="sin")
@@ -518,7 +523,12 @@ def _int_power(x, y):
 
 
 # --- comparisons: boolean results, never differentiable (logic: kit/ops/bitwise.py) -------
-def _compare(op, compute, **names):
+def _compare(op, compute, operators, alias=None):
+    """A comparison `op` (and its NumPy-style `alias`, torch.greater for gt): the operator, the
+    method, its in-place form (which writes 1 and 0 in the tensor's own dtype) and kit.torch's
+    function."""
+    names = (op,) if alias is None else (op, alias)
+
     def fn(a, b):
         a, b, x, y = pair(a, b, op)
         try:
@@ -528,15 +538,17 @@ def _compare(op, compute, **names):
 
     fn.__name__ = op
     fn.__doc__ = f"Elementwise {op} comparison: a bool tensor with no gradient."
-    return declare(op, fn, batch="broadcasting", expr=lambda xp, x, y: compute(x, y), **names)
+    return declare(op, fn, batch="broadcasting", expr=lambda xp, x, y: compute(x, y),
+                   methods=operators + names, inplace=tuple(n + "_" for n in names),
+                   torch=names)
 
 
-eq = _compare("eq", lambda x, y: x == y, methods=(("__eq__", equality(False)), "eq"), torch="eq")
-ne = _compare("ne", lambda x, y: x != y, methods=(("__ne__", equality(True)), "ne"), torch="ne")
-lt = _compare("lt", lambda x, y: x < y, methods=("__lt__", "lt"), torch="lt")
-le = _compare("le", lambda x, y: x <= y, methods=("__le__", "le"), torch="le")
-gt = _compare("gt", lambda x, y: x > y, methods=("__gt__", "gt"), torch="gt")
-ge = _compare("ge", lambda x, y: x >= y, methods=("__ge__", "ge"), torch="ge")
+eq = _compare("eq", lambda x, y: x == y, (("__eq__", equality(False)),))
+ne = _compare("ne", lambda x, y: x != y, (("__ne__", equality(True)),), "not_equal")
+lt = _compare("lt", lambda x, y: x < y, ("__lt__",), "less")
+le = _compare("le", lambda x, y: x <= y, ("__le__",), "less_equal")
+gt = _compare("gt", lambda x, y: x > y, ("__gt__",), "greater")
+ge = _compare("ge", lambda x, y: x >= y, ("__ge__",), "greater_equal")
 
 
 def _classify(op, compute):

@@ -400,7 +400,7 @@ def gather(x, dim, index):
     return getitem(x, _grid(index, dim, "gather"))
 
 
-@composite("scatter_add", methods=("scatter_add",), torch="scatter_add")
+@composite("scatter_add", methods=("scatter_add",), inplace=("scatter_add_",), torch="scatter_add")
 def scatter_add(x, dim, index, src):
     """x with src[i][j] added at x[i][index[i][j]] for dim=1 (repeats accumulate)."""
     dim = _check_index(x, dim, index, "scatter_add")

@@ -94,7 +94,7 @@ def dot(a, b):
     return matmul(a, b)
 
 
-@composite("outer", methods=("outer",), torch="outer")
+@composite("outer", methods=("outer", "ger"), torch=("outer", "ger"))
 def outer(a, b):
     """Outer product of two 1-D tensors; a composite: no gradient code of its own."""
     from kit.ops.movement import reshape

@@ -123,12 +123,15 @@ def permute(x, *axes):
     return record("permute", _permute_rule, d.transpose(axes), (x,), (), axes)
 
 
-@primitive("transpose", batch="transpose", methods=("transpose", "swapaxes"),
-           torch="transpose")
+@primitive("transpose", batch="transpose", methods=("transpose", "swapaxes", "swapdims"),
+           torch=("transpose", "swapaxes", "swapdims"))
 def transpose(x, dim0=-2, dim1=-1):
     """Swap two axes (PyTorch's transpose; defaults to the last two)."""
     d = _tensor_arg(x, "transpose")
     if d.ndim < 2 and dim0 in (-2, -1) and dim1 in (-2, -1):
+        return x
+    if not d.ndim:  # a 0-d tensor takes dims 0 and -1, as in PyTorch
+        one_dim(dim0, 0, "transpose"), one_dim(dim1, 0, "transpose")
         return x
     a, b = one_dim(dim0, d.ndim, "transpose"), one_dim(dim1, d.ndim, "transpose")
     axes = list(range(d.ndim))
@@ -136,7 +139,7 @@ def transpose(x, dim0=-2, dim1=-1):
     return permute(x, axes)
 
 
-@composite("movedim", methods=("movedim",))
+@composite("movedim", methods=("movedim", "moveaxis"), torch=("movedim", "moveaxis"))
 def movedim(x, source, destination):
     """Move dim(s) `source` to `destination` (ints or tuples), keeping the others in order.
 
@@ -178,6 +181,12 @@ def squeeze(x, dim=None):
         axes = normalize_axis(dim, d.ndim, "squeeze")
         shape = tuple(n for i, n in enumerate(d.shape) if not (i in axes and n == 1))
     return reshape(x, shape)
+
+
+@composite("ravel", methods=("ravel",), torch="ravel")
+def ravel(x):
+    """The elements in one dim, in C order (a view where x is contiguous, as torch.ravel)."""
+    return reshape(x, (-1,))
 
 
 @primitive("flatten", batch="flatten", methods=("flatten",), torch="flatten")

@@ -117,6 +117,11 @@ from kit.torch.linalg import cholesky_deprecated as cholesky  # noqa: E402
 # kit's ops under the names their declarations publish in kit.torch (kit/ops/_registry.py).
 _FROM_REGISTRY = {name: op.fn for name, op in published("torch")}
 globals().update(_FROM_REGISTRY)
+subtract = sub  # (sub takes alpha=, so it is _functions.sub, not the registry's)
+# Tensor methods PyTorch also has as functions (kit/_tensor_info.py, kit/_tensor_methods.py)
+t, is_complex, is_signed, get_device, is_same_size, is_nonzero = (
+    Tensor.t, Tensor.is_complex, Tensor.is_signed, Tensor.get_device, Tensor.is_same_size,
+    Tensor.is_nonzero)
 
 
 def __getattr__(name):
@@ -141,7 +146,7 @@ __all__ = [
     "log_softmax", "logsumexp",
     "long", "manual_seed", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "numel",
     "ones", "ones_like", "profiler", "rand", "randint", "randn", "set_grad_enabled", "short",
-    "softmax", "sort", "stack", "sub", "sum",
+    "softmax", "sort", "stack", "sub", "subtract", "sum",
     "Tensor", "tensor", "uint8", "zeros", "zeros_like",
 ]
 __all__ += sorted(_FROM_REGISTRY)
@@ -150,3 +155,4 @@ __all__ += ["e", "empty_like", "full_like", "get_default_device", "get_default_d
             "linalg", "nan", "pi", "rand_like", "randn_like", "set_default_device",
             "set_default_dtype"]
 __all__ += ["bernoulli", "cholesky", "logspace", "multinomial", "normal", "randperm"]  # issue 12
+__all__ += ["get_device", "is_complex", "is_nonzero", "is_same_size", "is_signed", "t"]
