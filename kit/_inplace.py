@@ -140,6 +140,16 @@ def _inplace(name, op, fast=None):
                 target[...] = result._data
             bump_version(self)
             return self
+        if name.startswith("logical_") and self.dtype.kind == "f":
+            # NOTE: PyTorch records no node for an in-place logical op on a float tensor: its
+            # values change, its history stays (the gradient passes as if the op were not
+            # there); a comparison (lt_) records one with a zero gradient, below
+            result = op(Tensor(self._data), other, *args, **kwargs)
+            if result.shape != self.shape:
+                raise _shape_error(name, self, getattr(other, "shape", ()))
+            _writeable(name, self)[...] = result._data
+            bump_version(self)
+            return self
         old = _alias(self, name)
         result = op(old, other, *args, **kwargs)
         if result.dtype == np.bool_ and not result._rg and self.dtype.kind == "f":

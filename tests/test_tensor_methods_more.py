@@ -408,3 +408,21 @@ def test_digamma_differentiates_twice_as_pytorch():
     # 0.49035775610023..., kit's, where PyTorch gives 0.49035775623982)
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-8)
     assert math.isclose(grads[0][0][1], math.pi**2 / 2 - 4 - 4 / 9, rel_tol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["logical_and_", "logical_or_", "logical_xor_", "logical_not_",
+                                  "eq_", "lt_"])
+def test_in_place_logical_ops_keep_the_history_and_comparisons_record_a_zero_gradient(name):
+    # PyTorch records no node for an in-place logical op on a float tensor (the gradient passes
+    # as if it were not there); a comparison records one with a zero gradient
+    found = []
+    for lib in (ktorch, torch):
+        w = lib.tensor([1.0, 2.0, 0.0], requires_grad=True)
+        x = w * 3
+        args = () if name == "logical_not_" else (
+            lib.tensor([True, False, True]) if name.startswith("logical") else
+            lib.tensor([3.0, 0.0, 1.0]),)
+        assert getattr(x, name)(*args) is x
+        x.sum().backward()
+        found.append((x.tolist(), x.requires_grad, w.grad.tolist()))
+    assert found[0] == found[1]
