@@ -401,3 +401,48 @@ def main(n):
 
 if __name__ == "__main__":
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+
+
+def pair_outcomes(lib, call, shapes, int_value=0):
+    """`call(lib.nn.functional, x, t)` for every pair of dtypes (float32, float64, int64, bool),
+    each pair of `shapes` and each choice of which operand requires grad: the result's dtype,
+    value and number of UserWarnings, then the gradients; or the exception's class. (The loss
+    tests compare these between kit.torch and PyTorch with `assert_same_pairs`.)"""
+    dtypes = [lib.float32, lib.float64, lib.int64, lib.bool]
+    outcomes = []
+    for xd in dtypes:
+        for td in dtypes:
+            for xs, ts in shapes:
+                for grads in [(True, False), (False, True), (True, True)]:
+                    x = lib.full(xs, 0.25).to(xd) if xd in dtypes[:2] else lib.ones(xs, dtype=xd)
+                    t = lib.full(ts, 0.5 if td in dtypes[:2] else int_value).to(td)
+                    for v, g in zip((x, t), grads, strict=True):
+                        if g and v.is_floating_point():
+                            v.requires_grad_()
+                    try:
+                        with warnings.catch_warnings(record=True) as warned:
+                            warnings.simplefilter("always")
+                            y = call(lib.nn.functional, x, t)
+                        got = [str(y.dtype).split(".")[-1], y.detach().item(),
+                               sum(issubclass(w.category, UserWarning) for w in warned)]
+                        if y.requires_grad:
+                            y.backward()
+                            got += [None if v.grad is None else v.grad.tolist() for v in (x, t)]
+                    except Exception as e:  # noqa: BLE001 - the class is the outcome compared
+                        got = _error_class(e)
+                    outcomes.append(((str(xd), str(td), xs, ts, grads), got))
+    return outcomes
+
+
+def assert_same_pairs(ours, theirs):
+    """Two `pair_outcomes` lists agree: classes, dtypes and warnings exactly, numbers to 1e-6."""
+    for (case, a), (_, b) in zip(ours, theirs, strict=True):
+        if isinstance(a, str) or isinstance(b, str):
+            assert a == b, (case, a, b)
+            continue
+        assert a[0] == b[0] and a[2] == b[2] and len(a) == len(b), (case, a, b)
+        np.testing.assert_allclose(a[1], b[1], rtol=1e-6, err_msg=str(case))
+        for u, v in zip(a[3:], b[3:], strict=True):
+            assert (u is None) == (v is None), (case, a, b)
+            if u is not None:
+                np.testing.assert_allclose(u, v, rtol=1e-6, err_msg=str(case))

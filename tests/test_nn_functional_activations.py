@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kit.torch as ktorch
-from tests.differential import _error_class
+from tests.differential import assert_same_pairs, pair_outcomes
 
 torch = pytest.importorskip("torch", reason="PyTorch is the oracle of these functions")
 
@@ -142,50 +142,17 @@ def test_loss_modules_as_pytorchs(name, kwargs):
     assert outs[0] == pytest.approx(outs[1], rel=1e-12)
 
 
-def _loss_outcomes(lib, name):
-    """For every pair of dtypes and shapes and each choice of which operand requires grad: the
-    loss's dtype and value and the gradients, or the exception's class."""
-    dtypes = [lib.float32, lib.float64, lib.int64, lib.bool]
-    outcomes = []
-    for xd in dtypes:
-        for td in dtypes:
-            for xs, ts in [((3,), (3,)), ((), (3,)), ((3,), ()), ((2, 0), ())]:
-                for grads in [(True, False), (False, True), (True, True)]:
-                    x = lib.full(xs, 0.25).to(xd) if xd in dtypes[:2] else lib.ones(xs, dtype=xd)
-                    t = lib.full(ts, 0.5 if td in dtypes[:2] else 0).to(td)
-                    for v, g in zip((x, t), grads, strict=True):
-                        if g and v.is_floating_point():
-                            v.requires_grad_()
-                    try:
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            y = getattr(F(lib), name)(x, t, reduction="sum")
-                        got = [str(y.dtype).split(".")[-1], y.detach().item()]
-                        if y.requires_grad:
-                            y.backward()
-                            got += [None if v.grad is None else v.grad.tolist() for v in (x, t)]
-                    except Exception as e:  # noqa: BLE001 - the class is the outcome compared
-                        got = _error_class(e)
-                    outcomes.append(((str(xd), str(td), xs, ts, grads), got))
-    return outcomes
-
-
 @pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
                                   "binary_cross_entropy_with_logits", "kl_div"])
 def test_losses_of_mixed_dtypes_shapes_and_grads_are_pytorchs(name):
     # huber_loss computes in the input's dtype and its backward refuses a target of another
     # dtype; the others promote: each as PyTorch 2.13
-    for (case, ours), (_, theirs) in zip(_loss_outcomes(ktorch, name),
-                                         _loss_outcomes(torch, name), strict=True):
-        if isinstance(theirs, str) or isinstance(ours, str):
-            assert ours == theirs, (case, ours, theirs)
-            continue
-        assert ours[0] == theirs[0] and len(ours) == len(theirs), (case, ours, theirs)
-        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6, err_msg=str(case))
-        for a, b in zip(ours[2:], theirs[2:], strict=True):
-            assert (a is None) == (b is None), (case, ours, theirs)
-            if a is not None:
-                np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=str(case))
+    shapes = [((3,), (3,)), ((), (3,)), ((3,), ()), ((2, 0), ())]
+
+    def call(functional, x, t):
+        return getattr(functional, name)(x, t, reduction="sum")
+
+    assert_same_pairs(pair_outcomes(ktorch, call, shapes), pair_outcomes(torch, call, shapes))
     with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
         x = ktorch.ones(2, requires_grad=True)
         F(ktorch).huber_loss(x, ktorch.zeros(2, dtype=ktorch.float64)).backward()

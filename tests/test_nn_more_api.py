@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kit.torch as ktorch
-from tests.differential import _error_class
+from tests.differential import _error_class, assert_same_pairs, pair_outcomes
 
 torch = pytest.importorskip("torch", reason="PyTorch is the oracle of these functions")
 
@@ -770,49 +770,11 @@ MIXED = {
 }
 
 
-def _mixed_outcomes(lib, name):
-    """For every pair of dtypes and shapes and each choice of which operand requires grad: the
-    loss's dtype, value and number of UserWarnings and the gradients, or the exception's class."""
-    dtypes = [lib.float32, lib.float64, lib.int64, lib.bool]
-    outcomes = []
-    for xd in dtypes:
-        for td in dtypes:
-            for xs, ts in [((2, 3), (2, 3)), ((3,), (2, 3)), ((2, 3), (3,)), ((2, 3), ())]:
-                for grads in [(True, False), (False, True), (True, True)]:
-                    x = lib.full(xs, 0.25).to(xd) if xd in dtypes[:2] else lib.ones(xs, dtype=xd)
-                    t = lib.full(ts, 0.5 if td in dtypes[:2] else 1).to(td)
-                    for v, g in zip((x, t), grads, strict=True):
-                        if g and v.is_floating_point():
-                            v.requires_grad_()
-                    try:
-                        with warnings.catch_warnings(record=True) as warned:
-                            warnings.simplefilter("always")
-                            y = MIXED[name](lib.nn.functional, x, t)
-                        got = [str(y.dtype).split(".")[-1], y.detach().item(),
-                               sum(issubclass(w.category, UserWarning) for w in warned)]
-                        if y.requires_grad:
-                            y.backward()
-                            got += [None if v.grad is None else v.grad.tolist() for v in (x, t)]
-                    except Exception as e:  # noqa: BLE001 - the class is the outcome compared
-                        got = _error_class(e)
-                    outcomes.append(((str(xd), str(td), xs, ts, grads), got))
-    return outcomes
-
-
 @pytest.mark.parametrize("name", sorted(MIXED))
 def test_losses_of_mixed_dtypes_shapes_and_grads_are_pytorchs(name):
-    for (case, ours), (_, theirs) in zip(_mixed_outcomes(ktorch, name),
-                                         _mixed_outcomes(torch, name), strict=True):
-        if isinstance(theirs, str) or isinstance(ours, str):
-            assert ours == theirs, (case, ours, theirs)
-            continue
-        assert ours[0] == theirs[0] and ours[2] == theirs[2], (case, ours, theirs)
-        assert len(ours) == len(theirs), (case, ours, theirs)
-        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6, err_msg=str(case))
-        for a, b in zip(ours[3:], theirs[3:], strict=True):
-            assert (a is None) == (b is None), (case, ours, theirs)
-            if a is not None:
-                np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=str(case))
+    shapes = [((2, 3), (2, 3)), ((3,), (2, 3)), ((2, 3), (3,)), ((2, 3), ())]
+    assert_same_pairs(pair_outcomes(ktorch, MIXED[name], shapes, int_value=1),
+                      pair_outcomes(torch, MIXED[name], shapes, int_value=1))
 
 
 INSTANCE_NORMS = [("InstanceNorm1d", {}, (2, 3, 5)), ("InstanceNorm1d", {}, (3, 5)),
