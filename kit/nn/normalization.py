@@ -20,25 +20,30 @@ from kit.nn.module import Module
 from kit.nn.parameter import Parameter
 
 
+def _over_trailing_dims(module, normalized_shape, eps, elementwise_affine, device, dtype):
+    """LayerNorm's and RMSNorm's common settings: the trailing dims normalised over, eps, and a
+    learned scale `weight` of those dims (ones), or None."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    module.normalized_shape = tuple(normalized_shape)
+    module.eps = eps
+    module.elementwise_affine = elementwise_affine
+    if elementwise_affine:
+        module.weight = Parameter(ones(module.normalized_shape, device=device, dtype=dtype))
+    else:
+        module.register_parameter("weight", None)
+
+
 class LayerNorm(Module):
     """Normalises over the trailing `normalized_shape` dims, with a learned scale and shift."""
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(ones(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(zeros(self.normalized_shape, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
+        _over_trailing_dims(self, normalized_shape, eps, elementwise_affine, device, dtype)
+        if elementwise_affine and bias:
+            self.bias = Parameter(zeros(self.normalized_shape, device=device, dtype=dtype))
         else:
-            self.register_parameter("weight", None)
             self.register_parameter("bias", None)
 
     def forward(self, input):  # noqa: A002 - PyTorch's argument name
@@ -213,15 +218,7 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
                  dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(ones(self.normalized_shape, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
+        _over_trailing_dims(self, normalized_shape, eps, elementwise_affine, device, dtype)
 
     def forward(self, input):  # noqa: A002
         return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
