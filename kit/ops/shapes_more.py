@@ -18,7 +18,7 @@ from kit.ops._record import data_of
 from kit.ops._registry import composite
 from kit.ops.elementwise import where
 from kit.ops.extra import _check_index, _grid, gather
-from kit.ops.linalg import _check_broadcast, _fused, _same_dtype, dot, matmul, outer
+from kit.ops.linalg import add_product, dot, matmul, outer
 from kit.ops.movement import (
     astype,
     broadcast_shapes,
@@ -406,10 +406,7 @@ def mv(matrix, vector):
 @composite("addmv", methods=("addmv",), inplace=("addmv_",), torch="addmv")
 def addmv(x, matrix, vector, *, beta=1, alpha=1):
     """beta * x + alpha * (matrix @ vector)."""
-    _same_dtype("addmv", x, matrix, vector)
-    product = mv(matrix, vector)
-    _check_broadcast(x, tuple(product.shape), "addmv")
-    return _fused(x, product, beta, alpha)
+    return add_product("addmv", mv, x, matrix, vector, beta, alpha)
 
 
 @composite("addr", methods=("addr",), inplace=("addr_",), torch="addr")
@@ -418,10 +415,7 @@ def addr(x, vec1, vec2, *, beta=1, alpha=1):
     if vec1.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"kit.addr: expected 1-D vectors, got {vec1.ndim}-D and "
                            f"{vec2.ndim}-D")
-    _same_dtype("addr", x, vec1, vec2)
-    product = outer(vec1, vec2)
-    _check_broadcast(x, tuple(product.shape), "addr")
-    return _fused(x, product, beta, alpha)
+    return add_product("addr", outer, x, vec1, vec2, beta, alpha)
 
 
 @composite("dist", methods=("dist",), torch="dist")
