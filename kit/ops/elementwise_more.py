@@ -88,17 +88,24 @@ acosh = _hyperbolic("acosh", lambda xp, x: xp.arccosh(x),
 atanh = _hyperbolic("atanh", lambda xp, x: xp.arctanh(x),
                     lambda node, g, x: (g / (1 - x * x),))
 
-_ERFC = np.frompyfunc(math.erfc, 1, 1)
+def _per_element(python_fn, cupyx_name):
+    """A forward from a function of Python's math, element by element on the CPU (NumPy has
+    none), from cupyx.scipy.special on the GPU; integers computed in the default float."""
+    on_cpu = np.frompyfunc(python_fn, 1, 1)
+
+    def forward(xp, x):
+        if x.dtype.kind != "f":
+            x = x.astype(default_float())
+        if backend.device_of(x) == "cpu":
+            return np.asarray(on_cpu(x), dtype=x.dtype)
+        import cupyx.scipy.special  # pragma: no cover - the GPU (or tests/fake_cupy.py)
+
+        return getattr(cupyx.scipy.special, cupyx_name)(x)
+
+    return forward
 
 
-def _erfc(xp, x):
-    if x.dtype.kind != "f":
-        x = x.astype(default_float())
-    if backend.device_of(x) == "cpu":
-        return np.asarray(_ERFC(x), dtype=x.dtype)
-    import cupyx.scipy.special  # pragma: no cover - the GPU (or tests/fake_cupy.py)
-
-    return cupyx.scipy.special.erfc(x)
+_erfc = _per_element(math.erfc, "erfc")
 
 
 # 1 - erf(x) would round to 0 from x = 4 in float32 (erfc(4) = 1.5e-8): computed directly
@@ -114,17 +121,7 @@ def _lgamma_of(v):
         return math.inf
 
 
-_LGAMMA = np.frompyfunc(_lgamma_of, 1, 1)
-
-
-def _lgamma(xp, x):
-    if x.dtype.kind != "f":
-        x = x.astype(default_float())
-    if backend.device_of(x) == "cpu":
-        return np.asarray(_LGAMMA(x), dtype=x.dtype)
-    import cupyx.scipy.special  # pragma: no cover - the GPU (or tests/fake_cupy.py)
-
-    return cupyx.scipy.special.gammaln(x)
+_lgamma = _per_element(_lgamma_of, "gammaln")
 
 
 def _shifted_up(xp, x, term):
