@@ -20,14 +20,22 @@ from kit.nn.parameter import Parameter
 
 class _Activation(Module):
     """An activation with options: `_fields` are shown in the repr, PyTorch's order; `inplace`
-    is added when set."""
+    is added when set. Its forward is kit.nn.functional's `function` of the input, the fields
+    in that order, then `inplace` where the module has it."""
 
     _fields = ()
+    function = None
 
     def __init__(self, **options):
         super().__init__()
         for name, value in options.items():
             setattr(self, name, value)
+
+    def forward(self, input):  # noqa: A002 - PyTorch's argument name
+        args = [getattr(self, name) for name in self._fields]
+        if "inplace" in self.__dict__:
+            args.append(self.inplace)
+        return getattr(F, self.function)(input, *args)
 
     def extra_repr(self):
         shown = [f"{name}={getattr(self, name)}" for name in self._fields]
@@ -36,135 +44,109 @@ class _Activation(Module):
         return ", ".join(shown)
 
 
+class _InPlace(_Activation):
+    """An activation whose one option is `inplace`."""
+
+    def __init__(self, inplace=False):
+        super().__init__(inplace=inplace)
+
+
 class ELU(_Activation):
     """x where x > 0, else alpha * (exp(x) - 1)."""
 
+    function = "elu"
     _fields = ("alpha",)
 
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__(alpha=alpha, inplace=inplace)
 
-    def forward(self, input):  # noqa: A002
-        return F.elu(input, self.alpha, self.inplace)
 
-
-class SELU(_Activation):
+class SELU(_InPlace):
     """scale * elu(x, alpha), the self-normalising constants."""
 
-    def __init__(self, inplace=False):
-        super().__init__(inplace=inplace)
-
-    def forward(self, input):  # noqa: A002
-        return F.selu(input, self.inplace)
+    function = "selu"
 
 
 class CELU(_Activation):
     """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
 
+    function = "celu"
     _fields = ("alpha",)
 
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__(alpha=alpha, inplace=inplace)
 
-    def forward(self, input):  # noqa: A002
-        return F.celu(input, self.alpha, self.inplace)
-
 
 class Hardtanh(_Activation):
     """x clamped to [min_val, max_val]."""
 
+    function = "hardtanh"
     _fields = ("min_val", "max_val")
 
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
 
-    def forward(self, input):  # noqa: A002
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
-
-class ReLU6(_Activation):
+class ReLU6(_InPlace):
     """min(max(x, 0), 6)."""
 
-    def __init__(self, inplace=False):
-        super().__init__(inplace=inplace)
-
-    def forward(self, input):  # noqa: A002
-        return F.relu6(input, self.inplace)
+    function = "relu6"
 
 
-class Mish(_Activation):
+class Mish(_InPlace):
     """x * tanh(softplus(x))."""
 
-    def __init__(self, inplace=False):
-        super().__init__(inplace=inplace)
-
-    def forward(self, input):  # noqa: A002
-        return F.mish(input, self.inplace)
+    function = "mish"
 
 
-class Hardswish(_Activation):
+class Hardswish(_InPlace):
     """x * relu6(x + 3) / 6."""
 
-    def __init__(self, inplace=False):
-        super().__init__(inplace=inplace)
-
-    def forward(self, input):  # noqa: A002
-        return F.hardswish(input, self.inplace)
+    function = "hardswish"
 
 
-class Hardsigmoid(_Activation):
+class Hardsigmoid(_InPlace):
     """relu6(x + 3) / 6."""
 
-    def __init__(self, inplace=False):
-        super().__init__(inplace=inplace)
-
-    def forward(self, input):  # noqa: A002
-        return F.hardsigmoid(input, self.inplace)
+    function = "hardsigmoid"
 
 
 class Softsign(_Activation):
     """x / (1 + |x|)."""
 
-    def forward(self, input):  # noqa: A002
-        return F.softsign(input)
+    function = "softsign"
 
 
 class LogSigmoid(_Activation):
     """log(sigmoid(x))."""
 
-    def forward(self, input):  # noqa: A002
-        return F.logsigmoid(input)
+    function = "logsigmoid"
 
 
 class Tanhshrink(_Activation):
     """x - tanh(x)."""
 
-    def forward(self, input):  # noqa: A002
-        return F.tanhshrink(input)
+    function = "tanhshrink"
 
 
 class Softmin(_Activation):
     """softmax(-x) along `dim`."""
 
+    function = "softmin"
     _fields = ("dim",)
 
     def __init__(self, dim=None):
         super().__init__(dim=dim)
 
-    def forward(self, input):  # noqa: A002
-        return F.softmin(input, self.dim)
-
 
 class GLU(_Activation):
     """a * sigmoid(b), the halves of the input along `dim`."""
 
+    function = "glu"
     _fields = ("dim",)
 
     def __init__(self, dim=-1):
         super().__init__(dim=dim)
-
-    def forward(self, input):  # noqa: A002
-        return F.glu(input, self.dim)
 
 
 class Softshrink(_Activation):
@@ -190,13 +172,11 @@ class Hardshrink(Softshrink):
 class Threshold(_Activation):
     """`value` where x <= threshold, else x."""
 
+    function = "threshold"
     _fields = ("threshold", "value")
 
     def __init__(self, threshold, value, inplace=False):
         super().__init__(threshold=threshold, value=value, inplace=inplace)
-
-    def forward(self, input):  # noqa: A002
-        return F.threshold(input, self.threshold, self.value, self.inplace)
 
 
 class PReLU(_Activation):
