@@ -105,6 +105,7 @@ def _inplace(name, op, fast=None):
     """An in-place method: `op` is the out-of-place op; `fast(array, value)` updates a NumPy array
     in place when nothing records."""
     shown = _profiled_name(name)
+    logical = name.startswith("logical_")
 
     def method(self, other, *args, **kwargs):
         recorder = STATE.profiler
@@ -140,7 +141,7 @@ def _inplace(name, op, fast=None):
                 target[...] = result._data
             bump_version(self)
             return self
-        if name.startswith("logical_") and self.dtype.kind == "f":
+        if logical and self.dtype.kind == "f":
             # NOTE: PyTorch records no node for an in-place logical op on a float tensor: its
             # values change, its history stays (the gradient passes as if the op were not
             # there); a comparison (lt_) records one with a zero gradient, below

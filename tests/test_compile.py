@@ -316,3 +316,20 @@ def test_a_parameter_assigned_anew_traces_again():
     layer.weight = nn.Parameter(kit.ones(2, 3))
     np.testing.assert_array_equal(compiled(x).detach().numpy(), norm(layer(x)).detach().numpy())
     assert compiled.size() == 2
+
+
+_SCALE = 2.0
+
+
+def test_a_python_number_read_from_outside_is_baked_in():
+    # what lesson 13 says kit cannot guard: a global read while tracing stays in the graph
+    global _SCALE
+    compiled = kit.compile(lambda x: x * _SCALE)
+    x = kit.ones(2)
+    try:
+        compiled(x)
+        _SCALE = 3.0
+        np.testing.assert_array_equal(compiled(x).numpy(), [2.0, 2.0])  # the traced 2.0
+        assert compiled.size() == 1
+    finally:
+        _SCALE = 2.0
