@@ -123,11 +123,7 @@ class CompiledFunction:
         if graph.effects:
             # NOTE: the trace ran the backward and the optimiser's calls for real: replayed
             # now, they would run twice. The trace's result is this call's.
-            program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
-            program.modules = list(graph.modules.values())
-            self.cache.setdefault(key, []).append(program)
-            self.last = program
-            return result
+            return self._keep(key, program, result)
         rng.restore(states)  # the replay draws what the eager call would have drawn
         try:
             result = program.call(inputs)
@@ -142,6 +138,12 @@ class CompiledFunction:
             program = Program(graph, config, False)
             rng.restore(states)
             result = program.call(inputs)
+        return self._keep(key, program, result)
+
+    def _keep(self, key, program, result):
+        """Cache `program` under `key` with what its later calls are guarded on (the captured
+        tensors' specs, the modules' flags and tensors); `result` is this call's."""
+        graph = program.graph
         program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
         program.modules = list(graph.modules.values())
         self.cache.setdefault(key, []).append(program)
