@@ -154,7 +154,7 @@ def _check_broadcast(x, shape, op):
                            f"the product's shape {shape}")
 
 
-def add_product(op, product_of, x, a, b, beta, alpha):
+def _add_product(op, product_of, x, a, b, beta, alpha):
     """beta * x + alpha * product_of(a, b): addmm, baddbmm, addmv and addr, with their dtype and
     shape checks (x must broadcast to the product's shape)."""
     _same_dtype(op, x, a, b)
@@ -166,13 +166,13 @@ def add_product(op, product_of, x, a, b, beta, alpha):
 @composite("addmm", methods=("addmm",), inplace=("addmm_",), torch="addmm")
 def addmm(x, mat1, mat2, *, beta=1, alpha=1):
     """beta * x + alpha * (mat1 @ mat2) for 2-D mat1, mat2 (a linear layer's forward)."""
-    return add_product("addmm", mm, x, mat1, mat2, beta, alpha)
+    return _add_product("addmm", mm, x, mat1, mat2, beta, alpha)
 
 
 @composite("baddbmm", methods=("baddbmm",), inplace=("baddbmm_",), torch="baddbmm")
 def baddbmm(x, batch1, batch2, *, beta=1, alpha=1):
     """beta * x + alpha * bmm(batch1, batch2) (attention scores with a bias)."""
-    return add_product("baddbmm", bmm, x, batch1, batch2, beta, alpha)
+    return _add_product("baddbmm", bmm, x, batch1, batch2, beta, alpha)
 
 
 def _contracted(a, b, dims):

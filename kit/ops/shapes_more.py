@@ -18,7 +18,7 @@ from kit.ops._record import data_of
 from kit.ops._registry import composite
 from kit.ops.elementwise import where
 from kit.ops.extra import _check_index, _grid, gather
-from kit.ops.linalg import add_product, dot, matmul, outer
+from kit.ops.linalg import _add_product, dot, matmul, outer
 from kit.ops.movement import (
     astype,
     broadcast_shapes,
@@ -406,7 +406,7 @@ def mv(matrix, vector):
 @composite("addmv", methods=("addmv",), inplace=("addmv_",), torch="addmv")
 def addmv(x, matrix, vector, *, beta=1, alpha=1):
     """beta * x + alpha * (matrix @ vector)."""
-    return add_product("addmv", mv, x, matrix, vector, beta, alpha)
+    return _add_product("addmv", mv, x, matrix, vector, beta, alpha)
 
 
 @composite("addr", methods=("addr",), inplace=("addr_",), torch="addr")
@@ -415,7 +415,7 @@ def addr(x, vec1, vec2, *, beta=1, alpha=1):
     if vec1.ndim != 1 or vec2.ndim != 1:
         raise RuntimeError(f"kit.addr: expected 1-D vectors, got {vec1.ndim}-D and "
                            f"{vec2.ndim}-D")
-    return add_product("addr", outer, x, vec1, vec2, beta, alpha)
+    return _add_product("addr", outer, x, vec1, vec2, beta, alpha)
 
 
 @composite("dist", methods=("dist",), torch="dist")
