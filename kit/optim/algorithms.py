@@ -2,9 +2,10 @@
 maths is in kit/optim/maths.py.
 
 PyTorch's `foreach=` and `fused=` choose how its update runs (a loop of Tensor ops, one op over
-all parameters, one kernel) and give the same numbers. kit has one implementation, a loop over
-the parameters on their arrays (maths.py), so both are accepted, kept in the param groups as
-PyTorch keeps them, and change nothing; asking for both at once is PyTorch's error.
+all parameters, one kernel) and give the same numbers. kit's update is a loop over the parameters
+on their arrays (maths.py); SGD updates a large CPU parameter in one compiled loop when numba is
+installed (kit/optim/_fused.py, the same bits), unless `fused=False`. Both flags are accepted and
+kept in the param groups as PyTorch keeps them; asking for both at once is PyTorch's error.
 
 >>> import kit
 >>> from kit.optim import Adam
@@ -49,7 +50,7 @@ class SGD(Optimizer):
     def update_many(self, params, grads, states, group):
         maths.sgd(
             params, grads, states, group["lr"], group["momentum"], group["dampening"],
-            group["weight_decay"], group["nesterov"], group["maximize"],
+            group["weight_decay"], group["nesterov"], group["maximize"], group.get("fused"),
         )
 
 

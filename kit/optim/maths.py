@@ -22,10 +22,13 @@ tensor([0.5000, 1.5000])
 
 from __future__ import annotations
 
+import numpy as np
+
 from kit import backend
 from kit._creation import tensor, zeros_like
 from kit._tensor import Tensor, bump_version, float32
 from kit.grad_mode import STATE
+from kit.optim import _fused
 
 
 def _changed(*tensors):
@@ -38,17 +41,29 @@ def _changed(*tensors):
 
 
 def sgd(params, grads, states, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
-        nesterov=False, maximize=False):
+        nesterov=False, maximize=False, fused=None):
     """SGD with optional momentum (state 'momentum_buffer'), dampening, Nesterov momentum,
-    L2 weight decay and maximisation, over lists of parameters, gradients and states."""
+    L2 weight decay and maximisation, over lists of parameters, gradients and states. Large
+    CPU arrays are updated by one compiled loop (kit/optim/_fused.py, same bits) unless `fused`
+    is False."""
     for param, grad, state in zip(params, grads, states, strict=True):
         p, g = param._data, grad._data
+        buf = state.get("momentum_buffer") if momentum != 0 else None
+        if fused is not False and _fused.usable(p, g, None if buf is None else buf._data):
+            first = momentum != 0 and buf is None
+            if first:
+                buf = state["momentum_buffer"] = Tensor(np.empty_like(p))
+            _fused.sgd(p, g, None if buf is None else buf._data, lr, momentum, dampening,
+                       weight_decay, nesterov, maximize, first)
+            if buf is not None and not first:
+                _changed(buf)
+            _changed(param)
+            continue
         if maximize:
             g = -g
         if weight_decay != 0:
             g = g + p * weight_decay
         if momentum != 0:
-            buf = state.get("momentum_buffer")
             if buf is None:
                 buf = state["momentum_buffer"] = Tensor(g.copy())
             else:
