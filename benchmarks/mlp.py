@@ -69,6 +69,9 @@ def kit_step_fn(x, y, params, compiled=False):
     ps = [(kit.tensor(w, requires_grad=True), kit.tensor(b, requires_grad=True))
           for w, b in params]
     flat = [p for pair in ps for p in pair]
+    # NOTE: views of the parameters, made once (every update is in place), as the NumPy step
+    # returns its live arrays: returning the numbers must not time extra objects
+    views = [p.detach().numpy() for p in flat]
 
     def forward(h, labels):
         for i, (w, b) in enumerate(ps):
@@ -89,7 +92,7 @@ def kit_step_fn(x, y, params, compiled=False):
             return loss
 
         def step():
-            return train_step(xt, yt).item(), [p.data for p in flat]
+            return train_step(xt, yt).item(), views
 
         return step
 
@@ -100,7 +103,7 @@ def kit_step_fn(x, y, params, compiled=False):
             for p in flat:
                 p -= LR * p.grad
                 p.grad = None
-        return loss.item(), [p.data for p in flat]
+        return loss.item(), views
 
     return step
 
@@ -110,6 +113,7 @@ def torch_step_fn(torch, x, y, params):
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     flat = [torch.tensor(a, requires_grad=True) for pair in params for a in pair]
     ps = list(zip(flat[::2], flat[1::2], strict=True))
+    views = [p.detach().numpy() for p in flat]  # (as the kit step's)
     cross_entropy = torch.nn.functional.cross_entropy
 
     def step():
@@ -124,7 +128,7 @@ def torch_step_fn(torch, x, y, params):
             for p in flat:
                 p -= LR * p.grad
                 p.grad = None
-        return loss.item(), [p.detach().numpy() for p in flat]
+        return loss.item(), views
 
     return step
 

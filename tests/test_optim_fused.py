@@ -35,7 +35,8 @@ def _train(fused, dtype, options, shape=(160, 128), steps=4):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize("options", OPTIONS,
+                         ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_fused_sgd_gives_the_numpy_loops_bits(options, dtype):
     assert _fused.usable(np.zeros((160, 128), dtype), np.zeros((160, 128), dtype))
     fused = _train(None, dtype, options)

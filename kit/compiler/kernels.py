@@ -71,12 +71,19 @@ def _distinct(maker, group, roots, which):
     if len(unique) == len(roots):
         return kernel
     where = [next(k for k, u in enumerate(unique) if u is e) for e in roots]
+    picked = f"({''.join(f'v[{k}], ' for k in where)})"
 
-    def run(*arrays):
-        values = kernel(*arrays)
-        return tuple(values[k] for k in where)
+    def pick(of):
+        return _made(f"def run(*a):\n    v = OF(*a)\n    return {picked}\n", {"OF": of})
 
-    return Kernel(run, kernel.source, None)  # (kernel itself silences what it must)
+    # (kernel itself silences what it must; `direct` is kernel's own, without the profiler)
+    return Kernel(pick(kernel), kernel.source, None, direct=pick(kernel.direct))
+
+
+def _made(source, namespace):
+    """The function `run` that `source` defines, in `namespace`."""
+    exec(compile(source, "<kit.compile kernel call>", "exec"), namespace)
+    return namespace["run"]
 
 
 def _transcendental(group):
@@ -212,14 +219,18 @@ def _numba_kernel(group, roots, which):
         namespace = {"np": np, "math": math}
         exec(compile(source, f"<kit.compile {which} kernel>", "exec"), namespace)
         compiled = CACHE["numba", source] = numba.njit(error_model="numpy")(namespace["kernel"])
-    dtypes = [r.dtype for r in roots]
-
-    def run(*arrays):
-        outs = [np.empty(shape, d) for d in dtypes]
-        compiled(*[a if a.shape == p else a.reshape(p)
-                   for a, p in zip(arrays, padded, strict=True)], *outs)
-        return outs if shape is group.shape else [o.reshape(()) for o in outs]
-
+    # NOTE: the call, written for these shapes (the graph's, fixed by its guards): outputs
+    # allocated, broadcast inputs given their leading 1s, a 0-d group's outputs made 0-d again
+    outs = [f"o{k}" for k in range(len(roots))]
+    args = [f"x{k}" if tuple(group.input_shapes[k] if k < len(group.inputs) else group.shape)
+            == padded[k] else f"x{k}.reshape({padded[k]!r})" for k in range(n_in)]
+    results = outs if shape is group.shape else [f"{o}.reshape(())" for o in outs]
+    call = "".join(f"    {o} = EMPTY({shape!r}, D{k})\n" for k, o in enumerate(outs))
+    returned = "".join(r + ", " for r in results)
+    run = _made(f"def run({', '.join(f'x{k}' for k in range(n_in))}):\n{call}"
+                f"    KERNEL({', '.join(args + outs)})\n    return ({returned})\n",
+                {"EMPTY": np.empty, "KERNEL": compiled,
+                 **{f"D{k}": r.dtype for k, r in enumerate(roots)}})
     return Kernel(run, source, None)
 
 
@@ -246,12 +257,14 @@ class Kernel:
     floating-point warnings off (only NumPy's ufuncs raise them). A group's kernels have a
     `name` (Group.name_kernels): while a profiler runs, each call is an event of that name."""
 
-    def __init__(self, fn, source, n_out, quiet=False):
+    def __init__(self, fn, source, n_out, quiet=False, direct=None):
         self.fn = fn
         self.source = source
         self.n_out = n_out
         self.quiet = quiet
         self.name = None
+        # what a replay calls while no profiler runs: the same, without the event's checks
+        self.direct = direct if direct is not None else _direct(fn, n_out, quiet)
 
     def __call__(self, *arrays):
         recorder = STATE.profiler
@@ -273,6 +286,18 @@ class Kernel:
         if event is not None:
             recorder.end(event, out, arrays)
         return out
+
+
+def _direct(fn, n_out, quiet):
+    if not quiet:
+        return fn if n_out != 1 else lambda *arrays: (fn(*arrays),)
+
+    def run(*arrays):
+        with np.errstate(all="ignore"):
+            out = fn(*arrays)
+        return (out,) if n_out == 1 else out
+
+    return run
 
 
 # --- NumPy with out= buffers ----------------------------------------------------------------

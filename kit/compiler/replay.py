@@ -57,6 +57,9 @@ class Program:
         self.forward, self.saved_slots = writer.forward()
         self.backward = writer.backward() if self.grad else None
         self.source = writer.sources
+        # (the same two functions calling the fused kernels without the profiler's checks)
+        self.direct_forward = writer.direct("forward")
+        self.direct_backward = writer.direct("backward") if self.grad else None
         self.generic = any(s.kind != "guard" and s.expr is None and s.array is None and
                            s.group is None for s in graph.steps)
         self.random = [s.outs[0] for s in graph.steps if s.kind == "random"]
@@ -87,9 +90,9 @@ class Program:
             outs, saved = self._profiled(STATE.profiler, arrays)
         elif self.generic:
             with no_grad():
-                outs, saved = self.forward(*arrays)
+                outs, saved = self.direct_forward(*arrays)
         else:
-            outs, saved = self.forward(*arrays)
+            outs, saved = self.direct_forward(*arrays)
         node = None
         if self.grad and STATE.enabled and self.grad_outputs:
             node = self._node(tensors, saved)
@@ -142,7 +145,7 @@ class Program:
             grads = [None] * len(self.grad_outputs)
             grads[self.root_k] = xp.ones_like(root)
             with np.errstate(all="ignore"):  # (as the engine's reverse pass)
-                found = self.backward(saved, *grads)
+                found = self.direct_backward(saved, *grads)
             node.release()  # (retain_graph=False: a second backward is PyTorch's error)
             owned = set()
             for want, t, g in zip(self.wants, tensors, found, strict=False):
@@ -256,7 +259,9 @@ class CompiledNode(Node):
                 _modified(self, "one of its outputs", vc[0], 0)
         if differentiable:
             return self.program.differentiable_backward(self, grads)
-        return self.program.backward(self.saved, *grads)
+        backward = self.program.backward if STATE.profiler is not None else \
+            self.program.direct_backward
+        return backward(self.saved, *grads)
 
     def release(self):
         self.saved = FREED
