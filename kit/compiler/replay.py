@@ -73,6 +73,7 @@ class Program:
         # worked out once, for every call: which inputs the node has an edge to, its outputs'
         # metadata, and what each output of the function is (see _outputs)
         self.wants = [graph.slots[s].requires_grad for s in self.input_slots]
+        self.wanted = [k for k, want in enumerate(self.wants) if want]
         self.meta = tuple((graph.slots[s].shape, graph.slots[s].dtype)
                           for s, _ in self.grad_outputs)
         self.plan = _outputs(graph, self.input_slots, dict(self.grad_outputs))
@@ -135,22 +136,25 @@ class Program:
                 step.fn()
                 continue
             root = values[-1]._data  # (the loss: the hidden output, last)
-            xp = backend.get_array_module(root)
-            if STATE.profiler is not None or STATE.extras or self.generic or any(
-                    want and (t._grad_fn is not None or t._hooks is not None or
-                              t._base is not None)
-                    for want, t in zip(self.wants, tensors, strict=True)):
-                run_backward([(node, self.root_k)], [xp.ones_like(root)])
+            one = backend.get_array_module(root).ones(root.shape, root.dtype)
+            engine = STATE.profiler is not None or STATE.extras or self.generic
+            for k in self.wanted:
+                t = tensors[k]
+                if t._grad_fn is not None or t._hooks is not None or t._base is not None:
+                    engine = True
+            if engine:
+                run_backward([(node, self.root_k)], [one])
                 continue
             grads = [None] * len(self.grad_outputs)
-            grads[self.root_k] = xp.ones_like(root)
+            grads[self.root_k] = one
             with np.errstate(all="ignore"):  # (as the engine's reverse pass)
                 found = self.direct_backward(saved, *grads)
             node.release()  # (retain_graph=False: a second backward is PyTorch's error)
             owned = set()
-            for want, t, g in zip(self.wants, tensors, found, strict=False):
-                if want and g is not None:
-                    _accumulate(t, g, False, owned)
+            for k in self.wanted:
+                g = found[k]
+                if g is not None:
+                    _accumulate(tensors[k], g, False, owned)
 
     def _profiled(self, recorder, arrays):
         """The forward as one profiler event, "CompiledFunction" as PyTorch names it; the fused

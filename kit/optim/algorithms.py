@@ -47,6 +47,7 @@ class SGD(Optimizer):
             **_implementation(foreach, fused),
         })
 
+    @Optimizer.on_arrays
     def update_many(self, params, grads, states, group):
         maths.sgd(
             params, grads, states, group["lr"], group["momentum"], group["dampening"],
@@ -72,6 +73,7 @@ class Adam(Optimizer):
             "amsgrad": amsgrad, "maximize": maximize, **_implementation(foreach, fused),
         })
 
+    @Optimizer.on_arrays
     def update_many(self, params, grads, states, group):
         maths.adam(
             params, grads, states, group["lr"], group["betas"], group["eps"],
@@ -106,6 +108,7 @@ class RMSprop(Optimizer):
             "foreach": foreach,
         })
 
+    @Optimizer.on_arrays
     def update_many(self, params, grads, states, group):
         maths.rmsprop(
             params, grads, states, group["lr"], group["alpha"], group["eps"],

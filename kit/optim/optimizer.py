@@ -163,16 +163,28 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        state = self.state
-        with no_grad():  # for an update() written with Tensor ops (the built-in ones use arrays)
-            for group in self.param_groups:
-                # (a leaf's gradient, or a retained one: the .grad property has no warning to
-                # give)
-                params = [p for p in group["params"] if p._grad is not None]
-                if params:
-                    self.update_many(params, [p._grad for p in params],
-                                     [state[p] for p in params], group)
+        if getattr(type(self).update_many, "on_arrays", False) or not STATE.enabled:
+            self._update_groups()  # (nothing records: no grad mode to enter)
+        else:
+            with no_grad():  # for an update() written with Tensor ops
+                self._update_groups()
         return loss
+
+    def _update_groups(self):
+        state = self.state
+        for group in self.param_groups:
+            # (a leaf's gradient, or a retained one: the .grad property has no warning to give)
+            params = [p for p in group["params"] if p._grad is not None]
+            if params:
+                self.update_many(params, [p._grad for p in params], [state[p] for p in params],
+                                 group)
+
+    @staticmethod
+    def on_arrays(update_many):
+        """Mark an `update_many` that updates the arrays below the Tensor level (records no op):
+        step() then needs no no_grad block around it."""
+        update_many.on_arrays = True
+        return update_many
 
     def update_many(self, params, grads, states, group):
         """Update the parameters of one group that have a gradient, in place, with their
