@@ -52,6 +52,7 @@ class CompiledFunction:
         self.last = None  # the Program or _Eager used by the last call
         self.warned = False
         functools.update_wrapper(self, fn, updated=())
+        self.modular = callable(getattr(fn, "modules", None))  # (a module: its flags are keyed)
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
 
     def __get__(self, instance, owner):
@@ -75,16 +76,17 @@ class CompiledFunction:
         else:
             leaves, structure = _flatten((args, kwargs))
             tensors = [v for v in leaves if isinstance(v, Tensor)]
-        key = signature(leaves, structure, _module_modes(self.fn))
+        key = signature(leaves, structure, _module_modes(self.fn) if self.modular else None)
         entry = self.cache.get(key)
         for program in entry or ():
             if isinstance(program, _Eager):
                 self.last = program
                 return self.fn(*args, **kwargs)
-            if not captured_ok(program.captured) or not modes_ok(program.modules):
+            if not captured_ok(program.captured) or (
+                    program.modules and not modes_ok(program.modules)):
                 continue
             try:
-                result = program.call(tensors + [t for _, t in program.graph.captured])
+                result = program.call(tensors + program.captured_tensors)
             except GuardError:
                 continue
             self.last = program
@@ -145,6 +147,7 @@ class CompiledFunction:
         tensors' specs, the modules' flags and tensors); `result` is this call's."""
         graph = program.graph
         program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
+        program.captured_tensors = [t for _, t in graph.captured]
         program.modules = list(graph.modules.values())
         self.cache.setdefault(key, []).append(program)
         self.last = program
@@ -240,7 +243,4 @@ def _flatten(tree):
 
 def _module_modes(fn):
     """A module's training flags (train() and eval() give different graphs)."""
-    modules = getattr(fn, "modules", None)
-    if modules is None or not callable(modules):
-        return None
-    return tuple(getattr(m, "training", None) for m in modules())
+    return tuple(getattr(m, "training", None) for m in fn.modules())

@@ -110,7 +110,9 @@ def signature(leaves, structure, extra):
     ids = []
     for leaf in leaves:
         if isinstance(leaf, Tensor):
-            specs.append(tensor_spec(leaf))
+            d = leaf._data  # (tensor_spec, written out: this runs on every call)
+            specs.append((d.shape, d.dtype, type(d), bool(
+                leaf.requires_grad if leaf._base is not None else leaf._rg)))
             ids.append(id(leaf))
         else:
             specs.append(_hashable(leaf))

@@ -17,37 +17,43 @@ from __future__ import annotations
 import numpy as np
 
 FUSED_FROM = 16_384  # elements
-_KERNEL = []  # the compiled kernel, made on first use
+_KERNELS = {}  # (maximize, weight decay, momentum, dampening, nesterov, first) -> kernel
 
 
-def _kernel():
-    if not _KERNEL:
-        try:
-            import numba
-        except ImportError:
-            _KERNEL.append(None)
-        else:
-            _KERNEL.append(numba.njit(error_model="numpy")(_sgd_loop))
-    return _KERNEL[0]
+def _numba():
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba
 
 
-def _sgd_loop(p, g, buf, lr, momentum, keep, wd, nesterov, maximize, has_buf, first):
-    # maths.sgd's NumPy code element by element: the same operations in the same order
-    for i in range(p.size):
-        gi = g[i]
+def _kernel(maximize, decay, momentum, damped, nesterov, first):
+    """The loop for one set of options, written out: numba's call checks the type of every
+    argument, so each variant takes only the arrays and numbers it uses."""
+    key = (maximize, decay, momentum, damped, nesterov, first)
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        params = ["p", "g", "lr"] + (["wd"] if decay else [])
+        if momentum:
+            params += ["buf", "momentum"] + (["keep"] if damped and not first else [])
+        body = ["    gi = g[i]"]
         if maximize:
-            gi = -gi
-        if wd != 0:
-            gi = gi + p[i] * wd
-        if has_buf:
-            if first:
-                b = gi
-            else:
-                b = buf[i] * momentum
-                b = b + (gi if keep == 1 else gi * keep)
-            buf[i] = b
-            gi = gi + b * momentum if nesterov else b
-        p[i] = p[i] - gi * lr
+            body.append("    gi = -gi")
+        if decay:
+            body.append("    gi = gi + p[i] * wd")
+        if momentum:
+            body.append("    b = gi" if first else
+                        f"    b = buf[i] * momentum + {'gi * keep' if damped else 'gi'}")
+            body.append("    buf[i] = b")
+            body.append("    gi = gi + b * momentum" if nesterov else "    gi = b")
+        body.append("    p[i] = p[i] - gi * lr")
+        source = f"def kernel({', '.join(params)}):\n  for i in range(p.size):\n" + \
+            "\n".join("  " + line for line in body) + "\n"
+        namespace = {}
+        exec(compile(source, "<kit.optim fused sgd>", "exec"), namespace)
+        kernel = _KERNELS[key] = _numba().njit(error_model="numpy")(namespace["kernel"])
+    return kernel
 
 
 def usable(p, g, buf=None):
@@ -62,16 +68,20 @@ def usable(p, g, buf=None):
         if type(a) is not np.ndarray or a.dtype != dtype or a.shape != p.shape or \
                 not a.flags.c_contiguous:
             return False
-    return p.flags.c_contiguous and p.flags.writeable and _kernel() is not None
+    return p.flags.c_contiguous and p.flags.writeable and _numba() is not None
 
 
 def sgd(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first):
     """One SGD update of `p` in place (and of the momentum buffer `buf`, None without momentum;
     `first`: the buffer is set to the gradient, as on PyTorch's first step). Check `usable`
-    first."""
+    first. Each scalar is cast to the arrays' dtype, as NumPy casts a Python number."""
     scalar = p.dtype.type
-    flat = p.reshape(-1)
-    # (without momentum the loop never reads `buf`; numba still wants an array of its type)
-    _kernel()(flat, g.reshape(-1), flat[:0] if buf is None else buf.reshape(-1),
-              scalar(lr), scalar(momentum), scalar(1 - dampening), scalar(weight_decay),
-              bool(nesterov), bool(maximize), buf is not None, bool(first))
+    args = [p.reshape(-1), g.reshape(-1), scalar(lr)]
+    if weight_decay != 0:
+        args.append(scalar(weight_decay))
+    if buf is not None:
+        args += [buf.reshape(-1), scalar(momentum)]
+        if dampening != 0 and not first:
+            args.append(scalar(1 - dampening))
+    _kernel(bool(maximize), weight_decay != 0, buf is not None, dampening != 0,
+            bool(nesterov), bool(first))(*args)
