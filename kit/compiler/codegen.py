@@ -19,6 +19,7 @@ from kit.compiler.guards import same_value
 from kit.compiler.kernels import Kernel
 from kit.engine import _fit
 from kit.grad_mode import enable_grad
+from kit.ops._registry import OPS
 
 
 class GuardError(Exception):
@@ -193,9 +194,17 @@ class Writer:
         lines.append(f"    return ({results})")
         return self._compile("backward", lines)
 
-    def _accumulate(self, lines, slot, value, node, index, indent="        "):
+    def _accumulate(self, lines, slot, value, node, index, indent="        ", made=None):
+        """Add `value`, the gradient of `slot` a rule or kernel made, into g<slot>; `made`:
+        its (shape, dtype) when the graph says what it is (a kernel's output), else checked."""
         meta = self.constant((self.graph.slots[slot].shape, self.graph.slots[slot].dtype))
         shape, dtype = self.graph.slots[slot].shape, self.graph.slots[slot].dtype
+        if made is not None and made[1] == dtype:
+            fitted = _fitted(value, made[0], shape)
+            if fitted is not None:
+                lines.append(f"{indent}_x = {fitted}")
+                lines.append(f"{indent}g{slot} = _x if g{slot} is None else g{slot} + _x")
+                return
         lines.append(f"{indent}_x = {value}")
         lines.append(f"{indent}if _x is not None:")
         lines.append(f"{indent}    if _x.shape != {shape!r} or _x.dtype != {self.constant(dtype)}: "
@@ -203,6 +212,8 @@ class Writer:
         lines.append(f"{indent}    g{slot} = _x if g{slot} is None else g{slot} + _x")
 
     def _rule_backward(self, lines, step, i):
+        if self._written_out(lines, step):
+            return
         out = step.outs[step.out_index]
         node = self.constant(RuleNode(step))
         saved = ", ".join(f"v{r.slot}" if isinstance(r, Ref) else (
@@ -219,6 +230,40 @@ class Writer:
             if target is not None and step.need[index]:
                 self._accumulate(lines, target, f"_r[{index}] if len(_r) > {index} else None",
                                  node, index)
+
+    def _written_out(self, lines, step):
+        """The gradients of a product of two matrices or of an add, written out as the array
+        operations their rules make (`g @ b.T`; `g`, summed over the leading axes for an input
+        broadcast along them), with no call and no shape check: the graph's shapes say what
+        they are. False (nothing written) for any other step, or other shapes or dtypes."""
+        slots = self.graph.slots
+        out = step.outs[step.out_index]
+        g, (shape, dtype) = f"g{out}", (slots[out].shape, slots[out].dtype)
+        wanted = [(k, t) for k, t in enumerate(step.grads_to) if t is not None and step.need[k]]
+        if dtype.kind != "f" or any(slots[t].dtype != dtype for _, t in wanted):
+            return False
+        found = []
+        if step.rule is OPS["matmul"].grad and step.params == (False, False):
+            a, b = step.saved  # (each a Ref where the other operand wants a gradient)
+            for k, target in wanted:
+                other = b if k == 0 else a
+                if not isinstance(other, Ref):
+                    return False
+                found.append((target, f"{g} @ v{other.slot}.T" if k == 0 else
+                              f"v{other.slot}.T @ {g}"))
+        elif step.rule is OPS["add"].grad:
+            for _, target in wanted:
+                fitted = _fitted(g, shape, slots[target].shape)
+                if fitted is None:
+                    return False
+                found.append((target, fitted))
+        else:
+            return False
+        lines.append(f"    if {g} is not None:")
+        for target, value in found:
+            lines.append(f"        _x = {value}")
+            lines.append(f"        g{target} = _x if g{target} is None else g{target} + _x")
+        return True
 
     def _island_backward(self, lines, step, i):
         grads = ", ".join(f"g{s}" for s in step.outs)
@@ -243,8 +288,9 @@ class Writer:
         lines.append(f"    if {' or '.join(f'g{s} is not None' for s in group.grad_outputs)}:")
         lines.append(f"        _r = {kernel}({', '.join(ins)})")
         node = self.constant(RuleNode(group.steps[0]))
-        for k, slot in enumerate(group.grad_inputs):
-            self._accumulate(lines, slot, f"_r[{k}]", node, k)
+        for k, slot in enumerate(group.grad_inputs):  # (a kernel's outputs: the group's shape)
+            self._accumulate(lines, slot, f"_r[{k}]", node, k,
+                             made=(group.shape, group.backward[k].dtype))
 
     def direct(self, which):
         """`which` again, calling each fused kernel's `direct` function: what a replay runs while
@@ -260,6 +306,18 @@ class Writer:
         code = compile(source, f"<kit.compile {which} of {self.graph.name}>", "exec")
         exec(code, self.names)
         return self.names[which]
+
+
+def _fitted(value, have, want):
+    """Source for `value`, of shape `have`, brought to the shape `want` as the engine's _fit
+    does for these two cases: unchanged, or summed over the leading axes it was broadcast
+    along; None for any other case (the generated code calls _fit)."""
+    lead = len(have) - len(want)
+    if have == want:
+        return value
+    if lead > 0 and want and have[lead:] == want:
+        return f"{value}.sum(axis={tuple(range(lead))!r})"
+    return None
 
 
 def _kept(group):
