@@ -33,7 +33,8 @@ class Writer:
         self.graph = graph
         self.groups = groups
         self.names = {"np": np, "T": Tensor, "TG": leaf, "SAME": same_value, "FAIL": GuardError,
-                      "GRAD": enable_grad, "FIT": _fit, "ISLAND": island_backward}
+                      "GRAD": enable_grad, "FIT": _fit, "ISLAND": island_backward,
+                      "SUM": np.add.reduce}
         self.sources = {}
 
     def constant(self, value):
@@ -200,7 +201,7 @@ class Writer:
         meta = self.constant((self.graph.slots[slot].shape, self.graph.slots[slot].dtype))
         shape, dtype = self.graph.slots[slot].shape, self.graph.slots[slot].dtype
         if made is not None and made[1] == dtype:
-            fitted = _fitted(value, made[0], shape)
+            fitted = _fitted(value, made[0], shape, self.graph.slots[slot].device == "cpu")
             if fitted is not None:
                 lines.append(f"{indent}_x = {fitted}")
                 lines.append(f"{indent}g{slot} = _x if g{slot} is None else g{slot} + _x")
@@ -253,7 +254,7 @@ class Writer:
                               f"v{other.slot}.T @ {g}"))
         elif step.rule is OPS["add"].grad:
             for _, target in wanted:
-                fitted = _fitted(g, shape, slots[target].shape)
+                fitted = _fitted(g, shape, slots[target].shape, slots[target].device == "cpu")
                 if fitted is None:
                     return False
                 found.append((target, fitted))
@@ -308,7 +309,7 @@ class Writer:
         return self.names[which]
 
 
-def _fitted(value, have, want):
+def _fitted(value, have, want, cpu):
     """Source for `value`, of shape `have`, brought to the shape `want` as the engine's _fit
     does for these two cases: unchanged, or summed over the leading axes it was broadcast
     along; None for any other case (the generated code calls _fit)."""
@@ -316,7 +317,9 @@ def _fitted(value, have, want):
     if have == want:
         return value
     if lead > 0 and want and have[lead:] == want:
-        return f"{value}.sum(axis={tuple(range(lead))!r})"
+        # (NumPy's ndarray.sum is a Python function around this; CuPy's sum is its own)
+        return f"SUM({value}, axis={tuple(range(lead))!r})" if cpu else \
+            f"{value}.sum(axis={tuple(range(lead))!r})"
     return None
 
 

@@ -153,8 +153,14 @@ class Program:
             owned = set()
             for k in self.wanted:
                 g = found[k]
-                if g is not None:
-                    _accumulate(tensors[k], g, False, owned)
+                if g is None:
+                    continue
+                t = tensors[k]
+                if t._grad is None and g.base is None and id(g) not in owned:
+                    owned.add(id(g))  # (_accumulate's first case, written out)
+                    t._grad = Tensor(g)
+                else:
+                    _accumulate(t, g, False, owned)
 
     def _profiled(self, recorder, arrays):
         """The forward as one profiler event, "CompiledFunction" as PyTorch names it; the fused

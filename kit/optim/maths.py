@@ -46,18 +46,22 @@ def sgd(params, grads, states, lr, momentum=0.0, dampening=0.0, weight_decay=0.0
     L2 weight decay and maximisation, over lists of parameters, gradients and states. Large
     CPU arrays are updated by one compiled loop (kit/optim/_fused.py, same bits) unless `fused`
     is False."""
+    if STATE.tracing is not None and params:
+        STATE.tracing.observe(params[0], "inplace")  # (as _changed: once is enough)
+    fused = fused is not False
     for param, grad, state in zip(params, grads, states, strict=True):
         p, g = param._data, grad._data
         buf = state.get("momentum_buffer") if momentum != 0 else None
-        if fused is not False and _fused.usable(p, g, None if buf is None else buf._data):
+        if fused and p.size >= _fused.FUSED_FROM and \
+                _fused.usable(p, g, None if buf is None else buf._data):
             first = momentum != 0 and buf is None
             if first:
                 buf = state["momentum_buffer"] = Tensor(np.empty_like(p))
             _fused.sgd(p, g, None if buf is None else buf._data, lr, momentum, dampening,
                        weight_decay, nesterov, maximize, first)
             if buf is not None and not first:
-                _changed(buf)
-            _changed(param)
+                bump_version(buf)
+            bump_version(param)
             continue
         if maximize:
             g = -g
@@ -70,12 +74,12 @@ def sgd(params, grads, states, lr, momentum=0.0, dampening=0.0, weight_decay=0.0
                 b = buf._data
                 b *= momentum
                 b += g if dampening == 0 else g * (1 - dampening)
-                _changed(buf)
+                bump_version(buf)
             g = g + buf._data * momentum if nesterov else buf._data
         # NOTE: p - lr * g is bit-equal to PyTorch's p + (-lr) * g (one temporary, as the
         # bare-tensor step `p -= lr * p.grad`)
         p -= g * lr
-        _changed(param)
+        bump_version(param)
 
 
 def sgd_update(param, grad, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
