@@ -314,8 +314,9 @@ class Tensor:
             raise TypeError("only integer tensors of a single element can be used as an index")
         return int(self._data.item())
 
-    def __hash__(self):
-        return id(self)
+    # NOTE: identity, as PyTorch's (== is elementwise); object's own, so that a dict keyed by
+    # tensors (an optimiser's state) hashes without a Python call
+    __hash__ = object.__hash__
 
     def __format__(self, spec):
         """`f"{loss:.4f}"` formats a one-element tensor's number, as in PyTorch."""
