@@ -124,6 +124,20 @@ def test_composite_errors_name_the_op_and_the_fix():
     with pytest.raises(IndexError, match=r"kit.cross_entropy: target holds class 3 but logits "
                                          r"have 3 classes \(valid: 0..2\)"):
         kit.cross_entropy(z, kit.tensor([0, 1, 2, 3]))
+    # a negative class, which NumPy's indexing would count from the end; each integer dtype;
+    # float64, float32 (the NumPy path) and float16 logits; eager and compiled
+    for logits in (z, leaf(rand(4, 3).astype(np.float32)), leaf(rand(4, 3).astype(np.float16))):
+        for dtype in ("int64", "int32", "int8", "uint8"):
+            for bad, cls in (([0, 1, -1, 2], -1), ([0, 1, 5, 2], 5)):
+                if cls < 0 and dtype == "uint8":
+                    continue
+                target = kit.tensor(np.array(bad, dtype=dtype))
+                compiled = kit.compile(kit.cross_entropy)
+                compiled(logits, kit.tensor(np.array([0, 1, 2, 0], dtype=dtype)))  # (traced)
+                for fn in (kit.cross_entropy, compiled):  # (compiled: a replay)
+                    with pytest.raises(IndexError, match=rf"target holds class {cls} but logits "
+                                                         rf"have 3 classes \(valid: 0..2\)"):
+                        fn(logits, target)
     with pytest.raises(ValueError, match=r"kit.cross_entropy: class-index target must have "
                                          r"shape \(4,\)"):
         kit.cross_entropy(z, kit.tensor([0, 1]))

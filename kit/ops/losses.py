@@ -45,27 +45,41 @@ def _fused_ce_rule(node, g, x, probs, held):
 
 def check_classes(target, classes):
     """Class indices must lie in 0..classes-1 (an IndexError, as in PyTorch)."""
-    if target.size and (int(target.min()) < 0 or int(target.max()) >= classes):
+    if not target.size:
+        return
+    low, high = int(target.min()), int(target.max())
+    if low < 0 or high >= classes:
         raise IndexError(
-            f"kit.cross_entropy: target holds class {int(target.max())} but logits have {classes} "
-            f"classes (valid: 0..{classes - 1})"
+            f"kit.cross_entropy: target holds class {low if low < 0 else high} but logits have "
+            f"{classes} classes (valid: 0..{classes - 1})"
         )
 
 
 def _loss_and_probabilities(d, target, reduction):
     n = d.shape[0]
-    if type(d) is np.ndarray and n and (d.dtype == np.float32 or d.dtype == np.float64):
+    if type(d) is np.ndarray and type(target) is np.ndarray and n and (
+            d.dtype == np.float32 or d.dtype == np.float64):
         # NOTE: NumPy's own reductions, without the Python wrappers of ndarray.max, .sum and
         # .mean (a few microseconds of a small step): the same ufunc reductions, and for the
-        # mean what NumPy computes for these dtypes, a sum and one division in the dtype
+        # mean what NumPy computes for these dtypes, a sum and one division in the dtype. The
+        # classes are checked by NumPy's indexing, which refuses one past the end; a negative
+        # class, which it would count from the end, is looked for first.
+        if target.dtype.kind == "i" and np.minimum.reduce(target) < 0:
+            check_classes(target, d.shape[1])
         shifted = d - np.maximum.reduce(d, axis=1, keepdims=True)
         exp = np.exp(shifted)
         total = np.add.reduce(exp, axis=1, keepdims=True)
-        losses = np.log(total[:, 0]) - shifted[np.arange(n), target]
+        try:
+            picked = shifted[np.arange(n), target]
+        except IndexError:
+            check_classes(target, d.shape[1])
+            raise
+        losses = np.log(total[:, 0]) - picked
         if reduction == "none":
             return losses, exp / total
         summed = np.add.reduce(losses)
         return summed.dtype.type(summed / n) if reduction == "mean" else summed, exp / total
+    check_classes(target, d.shape[1])
     xp = backend.get_array_module(d)
     shifted = d - d.max(axis=1, keepdims=True)
     exp = xp.exp(shifted)
@@ -98,6 +112,5 @@ def cross_entropy_array(xp, logits, target, reduction="mean"):
     form): (loss, (probabilities,)), the probabilities being what its node keeps."""
     if target.dtype.kind not in "iu":
         raise TypeError("kit.cross_entropy: an array form for class-index targets only")
-    check_classes(target, logits.shape[1])
     out, probabilities = _loss_and_probabilities(logits, target, reduction)
     return out, (probabilities,)
