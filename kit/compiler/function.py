@@ -16,7 +16,7 @@ import warnings
 from kit._tensor import Tensor
 from kit.compiler import rng
 from kit.compiler.codegen import GuardError
-from kit.compiler.guards import captured_ok, modes_ok, signature, tensor_spec
+from kit.compiler.guards import captured_ok, fast_guard, modes_ok, signature, tensor_spec
 from kit.compiler.replay import Program
 from kit.compiler.trace import Tracer
 from kit.grad_mode import STATE
@@ -50,6 +50,8 @@ class CompiledFunction:
         self.fuse = fuse  # None: config.fuse
         self.cache = {}  # signature -> [Program or _Eager]
         self.last = None  # the Program or _Eager used by the last call
+        self.fast = None  # (check, program): the last call's, when it can be checked in one go
+        self.fast_guards = {}  # signature -> (check, program) or None
         self.warned = False
         functools.update_wrapper(self, fn, updated=())
         self.modular = callable(getattr(fn, "modules", None))  # (a module: its flags are keyed)
@@ -70,6 +72,17 @@ class CompiledFunction:
             # a transform), or inside another compiled function's trace (which then records
             # these ops itself): plain Python
             return self.fn(*args, **kwargs)
+        fast = self.fast
+        if fast is not None and not kwargs and fast[0](args):
+            # NOTE: the arguments, captured tensors and modes are as on the last call (its
+            # program has no value guards, so it is the one that entry replays)
+            try:
+                result = fast[1].call([*args, *fast[1].captured_tensors])
+            except GuardError:  # (a shape an op computed differs: the entries below decide)
+                pass
+            else:
+                self.last = fast[1]
+                return result
         if not kwargs and _tensors_only(args):
             leaves = tensors = list(args)  # the common call: tensors only, by position
             structure = len(args)
@@ -77,6 +90,8 @@ class CompiledFunction:
             leaves, structure = _flatten((args, kwargs))
             tensors = [v for v in leaves if isinstance(v, Tensor)]
         key = signature(leaves, structure, _module_modes(self.fn) if self.modular else None)
+        if key[2] is not None:  # f(x, x): the graph has one input per tensor
+            tensors = list({id(t): t for t in tensors}.values())
         entry = self.cache.get(key)
         for program in entry or ():
             if isinstance(program, _Eager):
@@ -90,6 +105,9 @@ class CompiledFunction:
             except GuardError:
                 continue
             self.last = program
+            if not kwargs and leaves is tensors and len(entry) == 1 and not program.guarded \
+                    and key[2] is None:
+                self._remember(key, args, program)
             return result
         if self.size() >= self.limit:
             if not self.warned:
@@ -142,12 +160,22 @@ class CompiledFunction:
             result = program.call(inputs)
         return self._keep(key, program, result)
 
+    def _remember(self, key, args, program):
+        """Make the next call check first whether it repeats this one (`guards.fast_guard`,
+        made once per signature)."""
+        if key not in self.fast_guards:
+            modes = _module_modes(self.fn) if self.modular else None
+            check = fast_guard(args, program, modes, functools.partial(_module_modes, self.fn))
+            self.fast_guards[key] = None if check is None else (check, program)
+        self.fast = self.fast_guards[key]
+
     def _keep(self, key, program, result):
         """Cache `program` under `key` with what its later calls are guarded on (the captured
         tensors' specs, the modules' flags and tensors); `result` is this call's."""
         graph = program.graph
         program.captured = [(t, tensor_spec(t)) for _, t in graph.captured]
         program.captured_tensors = [t for _, t in graph.captured]
+        program.guarded = any(s.kind == "guard" for s in graph.steps)  # (on values)
         program.modules = list(graph.modules.values())
         self.cache.setdefault(key, []).append(program)
         self.last = program
@@ -175,7 +203,8 @@ class CompiledFunction:
     def reset(self):
         """Forget every graph (the next call traces again)."""
         self.cache.clear()
-        self.last = None
+        self.fast_guards.clear()
+        self.last = self.fast = None
         self.warned = False
 
 

@@ -137,6 +137,49 @@ def _hashable(value):
     return (type(value), value)
 
 
+def fast_guard(args, program, modes=None, modes_of=None):
+    """A function of a call's positional arguments, True when they match `args` (the same
+    number of tensors, each with its spec, the same aliasing), the program's captured tensors
+    and modules still match theirs and the modes are the same: what `signature`, the cache
+    lookup, `captured_ok` and `modes_ok` establish, written out for this one case (as
+    torch.compile writes its guards as one function), so that a call like the last skips
+    building the key. `modes`: a module's training flags (`modes_of(fn)`), when the compiled
+    function is one. None where views are involved (their flag is computed)."""
+    if len(args) > 8 or any(t._base is not None for t in args) or any(
+            t._base is not None for t, _ in program.captured):
+        return None
+    names = {"T": Tensor, "STATE": STATE, "MODES_OK": modes_ok, "MODULES": program.modules,
+             "MODES_OF": modes_of, "MODES": modes}
+    lines = ["def check(args):", f"    if len(args) != {len(args)}: return False"]
+    if args:
+        lines.append(f"    {''.join(f't{k}, ' for k in range(len(args)))}= args")
+
+    def spec(name, d, rg):
+        names[f"S_{name}"], names[f"D_{name}"], names[f"A_{name}"] = d.shape, d.dtype, type(d)
+        return [f"    d = {name}._data",
+                f"    if d.shape != S_{name} or (d.dtype is not D_{name} and d.dtype != "
+                f"D_{name}) or type(d) is not A_{name} or {name}._base is not None or "
+                f"bool({name}._rg) is not {bool(rg)}: return False"]
+
+    for k, t in enumerate(args):
+        lines.append(f"    if type(t{k}) is not T: return False")
+        lines += spec(f"t{k}", t._data, t._rg)
+        lines += [f"    if t{j} {'is not' if args[j] is t else 'is'} t{k}: return False"
+                  for j in range(k)]
+    for k, (t, _) in enumerate(program.captured):
+        names[f"c{k}"] = t
+        lines += spec(f"c{k}", t._data, t._rg)
+    lines.append(f"    if STATE.enabled is not {STATE.enabled} or STATE.recording is not "
+                 f"{STATE.recording} or STATE.training is not {STATE.training}: return False")
+    if program.modules:
+        lines.append("    if not MODES_OK(MODULES): return False")
+    if modes is not None:
+        lines.append("    if MODES_OF() != MODES: return False")
+    lines.append("    return True")
+    exec(compile("\n".join(lines) + "\n", "<kit.compile guard>", "exec"), names)
+    return names["check"]
+
+
 def captured_ok(captured):
     """True when every captured tensor still has the spec it was traced with."""
     for t, spec in captured:
