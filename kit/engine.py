@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import weakref
 
-import numpy as np
-
+from kit import backend
 from kit._anomaly import check_nan, name_forward_line
 from kit._modes import enter, leave
 from kit.grad_mode import STATE, BackwardTask
@@ -410,9 +409,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
     watch = _watcher(anomaly and STATE.check_nan, STATE.profiler)
     mode = enter(BackwardTask(differentiable, capture is not None))
     # NOTE: as in PyTorch, inf/nan in gradients propagate silently; detect_anomaly finds them.
-    # (an errstate block costs half of seterr and seterr back)
-    quiet = np.errstate(all="ignore")
-    quiet.__enter__()
+    quiet = backend.quiet()
     pop_ready, push_ready = ready.pop, ready.append
     pop_buffer, get_buffer = buffers.pop, buffers.get
     try:
@@ -486,7 +483,7 @@ def run_backward(roots, root_grads, retain_graph=False, create_graph=False, capt
         raise
     finally:
         leave(mode)
-        quiet.__exit__(None, None, None)
+        backend.loud(quiet)
     if captured is None:
         return None
     return [g if g is None or isinstance(g, Tensor) else Tensor(g) for g in captured]
@@ -511,8 +508,7 @@ def _one_step(root, g, retain_graph, differentiable):
     grads[index] = g
     owned = set() if differentiable else {id(g.base if g.base is not None else g)}
     mode = enter(BackwardTask(differentiable, False))
-    quiet = np.errstate(all="ignore")
-    quiet.__enter__()
+    quiet = backend.quiet()
     try:
         in_grads = node.apply(grads, differentiable)
         if not retain_graph:
@@ -530,7 +526,7 @@ def _one_step(root, g, retain_graph, differentiable):
             _deliver(leaf, [g], differentiable, owned)
     finally:
         leave(mode)
-        quiet.__exit__(None, None, None)
+        backend.loud(quiet)
 
 
 def _deliver(node, grads, differentiable, owned):

@@ -80,3 +80,29 @@ def test_every_op_family_runs_on_the_device(xp_device):
     loss = out + kit.cat([w, w]).sum() + w[kit.tensor([0, 0], device=xp_device)].max()
     loss.backward()
     assert w.grad.device == xp_device and np.isfinite(host(w.grad)).all()
+
+
+def test_quiet_turns_numpy_float_warnings_off_and_loud_puts_the_caller_s_back():
+    big = np.array([3e38], np.float32)
+    with np.errstate(over="raise", divide="warn"):
+        token = backend.quiet()
+        try:
+            assert np.isinf(big * 10)[0]  # no FloatingPointError, no warning
+            assert np.isinf(np.float32(1) / np.float32(0))
+        finally:
+            backend.loud(token)
+        with pytest.raises(FloatingPointError):
+            big * 10  # noqa: B018
+        assert np.geterr()["divide"] == "warn"
+
+
+def test_a_backward_through_an_overflow_gives_inf_without_a_warning():
+    x = kit.tensor(np.array([1e38], np.float32), requires_grad=True)
+    y = x * 2  # (no overflow forward)
+    y.backward(kit.tensor(np.array([3e38], np.float32)))  # (warnings are errors here)
+    assert np.isinf(x.grad.numpy()[0])
+    x = kit.tensor(np.array([1e-30], np.float32), requires_grad=True)
+    f = kit.compile(lambda x: (x * 2).sum() * 3e38)  # (backward: 3e38 * 2)
+    for _ in range(3):
+        f(x).backward()  # a replayed backward, too
+    assert np.isinf(x.grad.numpy()[0])

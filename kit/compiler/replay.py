@@ -15,8 +15,6 @@ the same ops as eager code, so the same second derivatives.
 
 from __future__ import annotations
 
-import numpy as np
-
 from kit import _views, backend
 from kit._tensor import Tensor, version_counter
 from kit.compiler import kernels
@@ -147,8 +145,11 @@ class Program:
                 continue
             grads = [None] * len(self.grad_outputs)
             grads[self.root_k] = one
-            with np.errstate(all="ignore"):  # (as the engine's reverse pass)
+            quiet = backend.quiet()  # (as the engine's reverse pass)
+            try:
                 found = self.direct_backward(saved, *grads)
+            finally:
+                backend.loud(quiet)
             node.release()  # (retain_graph=False: a second backward is PyTorch's error)
             owned = set()
             for k in self.wanted:
