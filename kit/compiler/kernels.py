@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from kit import backend
 from kit.compiler.expr import TRANSCENDENTAL, Expr, topological
 from kit.grad_mode import STATE
 
@@ -293,8 +294,11 @@ def _direct(fn, n_out, quiet):
         return fn if n_out != 1 else lambda *arrays: (fn(*arrays),)
 
     def run(*arrays):
-        with np.errstate(all="ignore"):
+        token = backend.quiet()
+        try:
             out = fn(*arrays)
+        finally:
+            backend.loud(token)
         return (out,) if n_out == 1 else out
 
     return run

@@ -171,6 +171,7 @@ class Optimizer:
         return loss
 
     def _update_groups(self):
+        """update_many for each group's parameters that have a gradient."""
         state = self.state
         for group in self.param_groups:
             # (a leaf's gradient, or a retained one: the .grad property has no warning to give)
