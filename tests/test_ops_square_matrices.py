@@ -153,3 +153,31 @@ def test_vmap_of_solve_with_a_shared_matrix_and_vector_samples():
     np.testing.assert_allclose(host(got), expected)
     got = vmap(kit.det)(kit.tensor(np.stack([np.array(A)] * 2)))
     np.testing.assert_allclose(host(got), [5.0, 5.0])
+
+
+@pytest.mark.parametrize("name, shapes", [
+    ("addmm", [(2, 3), (2, 4), (4, 3)]), ("addmm", [(3,), (2, 4), (4, 3)]),
+    ("addmv", [(2,), (2, 3), (3,)]), ("addr", [(2, 3), (2,), (3,)]),
+    ("baddbmm", [(2, 2, 3), (2, 2, 4), (2, 4, 3)])])
+def test_beta_zero_ignores_the_input_but_still_gives_it_a_zero_gradient(name, shapes):
+    """beta=0: the input's values (its NaNs too) stay out of the result, as in PyTorch, and the
+    input still gets PyTorch's gradient beta * g, zeros (kit gave None: an optimiser with
+    momentum or weight decay then skipped that parameter)."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    arrays[0].flat[0] = np.nan
+    arrays[1].flat[0] = -0.0 if name == "addr" else arrays[1].flat[0]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    ours = [kit.tensor(a, requires_grad=True) for a in arrays]
+    want = getattr(torch, name)(*theirs, beta=0, alpha=2)
+    got = getattr(kit, name)(*ours, beta=0, alpha=2)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    assert not np.isnan(got.detach().numpy()).any()
+    assert np.array_equal(np.signbit(got.detach().numpy()), np.signbit(want.detach().numpy()))
+    want.sum().backward()
+    got.sum().backward()
+    np.testing.assert_array_equal(ours[0].grad.numpy(), theirs[0].grad.numpy())
+    for o, t in zip(ours[1:], theirs[1:], strict=True):
+        np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+    with kit.no_grad():  # (no graph: nothing added)
+        assert getattr(kit, name)(*ours, beta=0).grad_fn is None

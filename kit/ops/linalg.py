@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from kit._tensor import Tensor
+from kit._tensor import bool_ as kit_bool
+from kit.grad_mode import STATE
 from kit.ops._record import DtypeError, ShapeError, cross, pair, record
 from kit.ops._registry import composite, primitive, reflected
 
@@ -139,6 +141,14 @@ def _fused(x, product, beta, alpha):
     out = product if alpha == 1 else alpha * product
     if beta != 0:
         out = (x if beta == 1 else beta * x) + out
+    elif isinstance(x, Tensor) and x.requires_grad and STATE.enabled:
+        # NOTE: PyTorch's x still gets a gradient, beta * g: zeros, not None (an optimiser
+        # with momentum or weight decay updates it). x's values stay out: a zero taken from
+        # where(False, x, 0), and subtracting +0 changes no value (-0 stays -0, unlike +0)
+        from kit._creation import zeros
+        from kit.ops.elementwise import where
+
+        out = out - where(zeros(tuple(x.shape), dtype=kit_bool), x, 0.0)
     if out.dtype != product.dtype:
         from kit.ops.movement import astype
 
