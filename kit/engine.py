@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 from kit import backend
 from kit._anomaly import check_nan, name_forward_line
 from kit._modes import enter, leave
@@ -303,6 +305,9 @@ def _freed_message(node):
     )
 
 
+_ADD, _NDARRAY = np.add.reduce, np.ndarray
+
+
 # --- the reverse pass -----------------------------------------------------------------------
 
 def _fit(node, index, g, meta, differentiable):
@@ -312,8 +317,10 @@ def _fit(node, index, g, meta, differentiable):
         lead = g.ndim - len(shape)
         if lead > 0 and shape and g.shape[lead:] == shape:
             # NOTE: the common case (a bias): one plain sum, whose result is not a view, so
-            # accumulating it into a leaf's .grad needs no copy.
-            g = g.sum(axis=tuple(range(lead)))
+            # accumulating it into a leaf's .grad needs no copy. (NumPy's ndarray.sum is a
+            # Python function around add.reduce.)
+            g = _ADD(g, axis=tuple(range(lead))) if type(g) is _NDARRAY else \
+                g.sum(axis=tuple(range(lead)))
         elif not _sum_compatible(g.shape, shape):
             raise RuntimeError(
                 f"{node.name()} returned an invalid gradient at index {index} - got "
