@@ -19,6 +19,7 @@ import pickle
 import sys
 
 from kit._modes import STATE
+from kit.grad_mode import no_grad
 from kit.optim import maths
 from kit.profiler._record import as_one_op
 
@@ -101,6 +102,16 @@ class Optimizer:
             self.num_update = count
         return count
 
+    def _count_updates(self, indices):
+        """Count one update of each index, in turn, and return their learning rates, each read
+        right after its own count, as one update per index reads them (an lr_scheduler reads
+        num_update, which an index later in the list may still raise)."""
+        lrs = []
+        for index in indices:
+            self._update_count(index)
+            lrs.append(self._get_lr(index))
+        return lrs
+
     def _mult(self, index, attr, table):
         param = self.param_dict.get(index)
         if param is not None:
@@ -160,12 +171,7 @@ class SGD(Optimizer):
     def update(self, index, weight, grad, state):
         if not isinstance(index, (list, tuple)):
             index, weight, grad, state = (index,), (weight,), (grad,), (state,)
-        # NOTE: each index's count, then its learning rate, in turn: an lr_scheduler reads
-        # num_update, which an index updated later in the list may still raise.
-        lrs = []
-        for i in index:
-            self._update_count(i)
-            lrs.append(self._get_lr(i))
+        lrs = self._count_updates(index)
         wds = [self._get_wd(i) for i in index] if self.wd else None
         weights, grads = [w._t for w in weight], [g._t for g in grad]
         recorder = STATE.profiler
@@ -212,8 +218,9 @@ class Updater:
     """`updater(index, grad, weight)`: creates each index's state on first use, then updates.
 
     As MXNet 1.x's, it also takes lists (a Trainer passes all its weights at once): an
-    optimiser with `aggregate_num` (SGD) gets them in `update` calls of up to that many, any
-    other one call per index, in order.
+    optimiser with `aggregate_num` (SGD) gets them in `update` calls of up to that many and
+    updates the arrays itself; any other one gets one call per index, in order, under no_grad
+    (for an optimiser written with NDArray or Tensor ops: one grad mode for all its ops).
     """
 
     def __init__(self, optimizer):
@@ -234,8 +241,9 @@ class Updater:
                 optimizer.update(list(part), list(weight[start:start + size]),
                                  list(grad[start:start + size]), [states[i] for i in part])
             return
-        for i, g, w in zip(index, grad, weight, strict=True):
-            optimizer.update(i, w, g, states[i])
+        with no_grad():
+            for i, g, w in zip(index, grad, weight, strict=True):
+                optimizer.update(i, w, g, states[i])
 
     def get_states(self, dump_optimizer=False):
         """The states (and update counts), pickled; with `dump_optimizer`, the optimiser too."""

@@ -15,7 +15,6 @@ array([0.], dtype=float32)
 
 from __future__ import annotations
 
-from kit.grad_mode import no_grad
 from kit.mx import optimizer as opt
 from kit.mx.gluon.parameter import Parameter
 from kit.mx.gluon.parameter_dict import ParameterDict
@@ -117,10 +116,9 @@ class Trainer:
         if not indices:
             return
         # NOTE: one Updater call for the step, with lists (as MXNet 1.x's Trainer): SGD then
-        # updates every weight in one loop; under no_grad once, for an optimizer written with
-        # NDArray ops
-        with no_grad():
-            self._updater(indices, grads, weights)
+        # updates every weight in one loop, and no grad mode is entered for it (the Updater
+        # runs any other optimizer under no_grad)
+        self._updater(indices, grads, weights)
         for weight in weights:
             weight._slot.fresh = False
 
