@@ -11,7 +11,7 @@ from __future__ import annotations
 from kit import autograd as kit_autograd
 from kit import backend
 from kit._modes import STATE, set_switch
-from kit.engine import AccumulateGrad
+from kit.engine import AccumulateGrad, run_backward
 from kit.mx._autograd_function import Function
 from kit.mx.base import MXNetError, call, mxnet_errors, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
@@ -187,10 +187,10 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
         leaf._grad = None
     try:
         if STATE.training == bool(train_mode):
-            call(kit_autograd.backward, outputs, grads, retain_graph)
+            _reverse(outputs, grads, head_grads is None, retain_graph)
         else:
             with scope(training=train_mode):
-                call(kit_autograd.backward, outputs, grads, retain_graph)
+                _reverse(outputs, grads, head_grads is None, retain_graph)
         for leaf in leaves:
             slot = variable_slot(leaf)
             if slot is not None:
@@ -200,6 +200,17 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
             leaf._grad = grad
     if not retain_graph:
         _consume(heads)
+
+
+def _reverse(outputs, grads, implicit, retain_graph):
+    """The engine's reverse pass from `outputs` (Tensors) with `grads` (arrays)."""
+    roots = [t._edge for t in outputs]
+    if implicit and STATE.tracing is None and None not in roots:
+        # NOTE: the engine itself: what kit.autograd.backward would check of the head gradients
+        # is true of the ones _heads made (each head's shape, dtype and device)
+        call(run_backward, roots, grads, retain_graph)
+    else:
+        call(kit_autograd.backward, outputs, grads, retain_graph)
 
 
 def _store(slot, g):
