@@ -198,6 +198,8 @@ def mxnet_sgd(weights, grads, states, lrs, momentum=0.0, wds=None, rescale_grad=
     >>> w  # mom = -0.5, then 0.9 * -0.5 - 0.5 = -0.95
     tensor([-0.4500])
     """
+    if not weights:
+        return
     # NOTE: every weight's version is bumped once, before the writes (one call for the list:
     # a failure part way still leaves each weight marked as changed)
     _changed(*weights)
