@@ -11,7 +11,7 @@ from __future__ import annotations
 from kit import autograd as kit_autograd
 from kit import backend
 from kit._modes import STATE, set_switch
-from kit.engine import AccumulateGrad
+from kit.engine import AccumulateGrad, run_backward
 from kit.mx._autograd_function import Function
 from kit.mx.base import MXNetError, call, mxnet_errors, scope
 from kit.mx.ndarray import GRAD_REQS, NDArray, _GradSlot, variable_slot
@@ -37,7 +37,12 @@ def record(train_mode=True):  # noqa: A002 - MXNet's names
     ...     mx.autograd.is_recording()
     True
     """
-    return scope(recording=True, training=train_mode)
+    return _RECORD[bool(train_mode)]
+
+
+# NOTE: one block each, made once (a scope may be entered again while it is active, and on
+# other threads: it holds no state): a training loop enters record() once per step
+_RECORD = (scope(recording=True, training=False), scope(recording=True, training=True))
 
 
 def pause(train_mode=False):  # noqa: A002
@@ -131,17 +136,20 @@ def _node_of(t):
 
 
 def _graph_variables(outputs):
-    """The leaves reached from `outputs`; raises MXNet's error if part of the graph was freed."""
+    """The live leaves reached from `outputs`; raises MXNet's error if part of the graph was
+    freed."""
     stack = [_node_of(t) for t in outputs]
     seen = set(stack)
     leaves = []
     while stack:
         node = stack.pop()
+        if type(node) is AccumulateGrad:  # (a leaf's node is never freed: it has nothing saved)
+            leaf = node.variable
+            if leaf is not None:
+                leaves.append(leaf)
+            continue
         if node.released():
             raise MXNetError(_NOT_IN_GRAPH)
-        if type(node) is AccumulateGrad:
-            leaves.append(node.variable)
-            continue
         for edge in node.next_functions:
             if edge and edge[0] not in seen:
                 seen.add(edge[0])
@@ -172,16 +180,17 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
     # MXNet variable does not use: cleared first and restored after, each variable's fresh
     # gradient is read from there into its grad buffer. (The engine copies a gradient that is a
     # view or is shared, so a 'write' buffer can take the array itself: no copy per step.)
-    leaves = [leaf for leaf in _graph_variables(outputs) if leaf is not None]
-    kept = [leaf._grad for leaf in leaves]
+    leaves = _graph_variables(outputs)
+    kept = []
     for leaf in leaves:
+        kept.append(leaf._grad)
         leaf._grad = None
     try:
         if STATE.training == bool(train_mode):
-            call(kit_autograd.backward, outputs, grads, retain_graph)
+            _reverse(outputs, grads, head_grads is None, retain_graph)
         else:
             with scope(training=train_mode):
-                call(kit_autograd.backward, outputs, grads, retain_graph)
+                _reverse(outputs, grads, head_grads is None, retain_graph)
         for leaf in leaves:
             slot = variable_slot(leaf)
             if slot is not None:
@@ -191,6 +200,17 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
             leaf._grad = grad
     if not retain_graph:
         _consume(heads)
+
+
+def _reverse(outputs, grads, implicit, retain_graph):
+    """The engine's reverse pass from `outputs` (Tensors) with `grads` (arrays)."""
+    roots = [t._edge for t in outputs]
+    if implicit and STATE.tracing is None and None not in roots:
+        # NOTE: the engine itself: what kit.autograd.backward would check of the head gradients
+        # is true of the ones _heads made (each head's shape, dtype and device)
+        call(run_backward, roots, grads, retain_graph)
+    else:
+        call(kit_autograd.backward, outputs, grads, retain_graph)
 
 
 def _store(slot, g):

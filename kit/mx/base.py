@@ -171,16 +171,19 @@ class scope(Mode):  # noqa: N801 - used like autograd.record()
     An entry on the thread's stack of modes (kit/_modes.py): per thread, as in MXNet.
     """
 
-    __slots__ = ("recording", "training")
+    __slots__ = ("recording", "training", "_values")
 
     def __init__(self, recording=None, training=None):
         self.recording = recording
         self.training = training
+        # NOTE: what the block sets does not depend on the modes below it: made once, not at
+        # every entry (a training step enters record() once per step)
+        values = {}
+        if recording is not None:
+            values["recording"] = bool(recording)
+        if training is not None:
+            values["training"] = bool(training)
+        self._values = values
 
     def switches(self, state):
-        values = {}
-        if self.recording is not None:
-            values["recording"] = bool(self.recording)
-        if self.training is not None:
-            values["training"] = bool(self.training)
-        return values
+        return self._values

@@ -12,6 +12,7 @@ import weakref
 
 import numpy as np
 
+import kit.mx
 from kit import backend
 from kit._modes import STATE
 from kit._tensor import Tensor
@@ -40,7 +41,10 @@ _OWNERS = weakref.WeakValueDictionary()
 
 def variable_slot(tensor):
     """The grad slot of the variable whose leaf is `tensor`, or None."""
-    owner = _OWNERS.get(id(tensor))
+    # NOTE: the dict behind the WeakValueDictionary, read directly: its get() is a Python
+    # function, and this runs for every variable of every backward
+    ref = _OWNERS.data.get(id(tensor))
+    owner = None if ref is None else ref()
     if owner is None or owner._t is not tensor:  # the id of a leaf since collected
         return None
     return owner._slot
@@ -218,10 +222,10 @@ class NDArray:
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         """Compute the gradient of this array w.r.t. the variables; non-scalar arrays use an
         implicit all-ones `out_grad`."""
-        from kit.mx import autograd
-
-        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph,
-                          train_mode)
+        # NOTE: through the package (bound when this module loads) rather than an import here,
+        # which costs a Python-level import step at every call of a training loop
+        kit.mx.autograd.backward([self], None if out_grad is None else [out_grad], retain_graph,
+                                 train_mode)
 
     def detach(self):
         """The same data, cut from the recorded graph."""

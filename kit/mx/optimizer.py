@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
 
 from kit._modes import STATE
+from kit.grad_mode import no_grad
 from kit.optim import maths
 from kit.profiler._record import as_one_op
 
@@ -100,6 +102,16 @@ class Optimizer:
             self.num_update = count
         return count
 
+    def _count_updates(self, indices):
+        """Count one update of each index, in turn, and return their learning rates, each read
+        right after its own count, as one update per index reads them (an lr_scheduler reads
+        num_update, which an index later in the list may still raise)."""
+        lrs = []
+        for index in indices:
+            self._update_count(index)
+            lrs.append(self._get_lr(index))
+        return lrs
+
     def _mult(self, index, attr, table):
         param = self.param_dict.get(index)
         if param is not None:
@@ -139,7 +151,14 @@ def create(name, **kwargs):
 
 @register
 class SGD(Optimizer):
-    """SGD, with MXNet's momentum form `mom = momentum * mom - lr * (g + wd * w); w += mom`."""
+    """SGD, with MXNet's momentum form `mom = momentum * mom - lr * (g + wd * w); w += mom`.
+
+    As MXNet 1.x's, `update` also takes lists of indices, weights, gradients and states
+    (`aggregate_num`): the Updater passes every weight of a Trainer step in one call, and the
+    arithmetic runs in one loop (kit/optim/maths.py's `mxnet_sgd`, MXNet's multi_sgd_update).
+    """
+
+    aggregate_num = sys.maxsize  # all the weights of a step in one call
 
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(**kwargs)
@@ -150,15 +169,22 @@ class SGD(Optimizer):
         return {}
 
     def update(self, index, weight, grad, state):
-        self._update_count(index)
-        args = (weight._t, grad._t, state, self._get_lr(index), self.momentum,
-                self._get_wd(index) if self.wd else 0.0, self.rescale_grad, self.clip_gradient)
+        if not isinstance(index, (list, tuple)):
+            index, weight, grad, state = (index,), (weight,), (grad,), (state,)
+        lrs = self._count_updates(index)
+        wds = [self._get_wd(i) for i in index] if self.wd else None
+        weights, grads = [w._t for w in weight], [g._t for g in grad]
         recorder = STATE.profiler
         if recorder is None:
-            maths.mxnet_sgd_update(*args)
-        else:  # one operator in a profile, as MXNet's (kit updates the arrays, with no op)
-            as_one_op(recorder, "sgd_mom_update" if self.momentum else "sgd_update",
-                      (weight._t, grad._t), maths.mxnet_sgd_update, *args)
+            maths.mxnet_sgd(weights, grads, state, lrs, self.momentum, wds, self.rescale_grad,
+                            self.clip_gradient)
+            return
+        # one operator per weight in a profile, as MXNet's (kit updates the arrays, with no op)
+        name = "sgd_mom_update" if self.momentum else "sgd_update"
+        for k, (w, g) in enumerate(zip(weights, grads, strict=True)):
+            as_one_op(recorder, name, (w, g), maths.mxnet_sgd_update, w, g, state[k], lrs[k],
+                      self.momentum, 0.0 if wds is None else wds[k], self.rescale_grad,
+                      self.clip_gradient)
 
 
 @register
@@ -189,17 +215,35 @@ class Adam(Optimizer):
 
 
 class Updater:
-    """`updater(index, grad, weight)`: creates each index's state on first use, then updates."""
+    """`updater(index, grad, weight)`: creates each index's state on first use, then updates.
+
+    As MXNet 1.x's, it also takes lists (a Trainer passes all its weights at once): an
+    optimiser with `aggregate_num` (SGD) gets them in `update` calls of up to that many and
+    updates the arrays itself; any other one gets one call per index, in order, under no_grad
+    (for an optimiser written with NDArray or Tensor ops: one grad mode for all its ops).
+    """
 
     def __init__(self, optimizer):
         self.optimizer = optimizer
         self.states = {}
 
     def __call__(self, index, grad, weight):
-        states = self.states
-        if index not in states:
-            states[index] = self.optimizer.create_state(index, weight)
-        self.optimizer.update(index, weight, grad, states[index])
+        if not isinstance(index, (list, tuple)):
+            index, grad, weight = (index,), (grad,), (weight,)
+        optimizer, states = self.optimizer, self.states
+        for i, w in zip(index, weight, strict=True):
+            if i not in states:
+                states[i] = optimizer.create_state(i, w)
+        size = getattr(optimizer, "aggregate_num", 0)
+        if size > 1 and len(index) > 1:
+            for start in range(0, len(index), size):
+                part = index[start:start + size]
+                optimizer.update(list(part), list(weight[start:start + size]),
+                                 list(grad[start:start + size]), [states[i] for i in part])
+            return
+        with no_grad():
+            for i, g, w in zip(index, grad, weight, strict=True):
+                optimizer.update(i, w, g, states[i])
 
     def get_states(self, dump_optimizer=False):
         """The states (and update counts), pickled; with `dump_optimizer`, the optimiser too."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kit import backend
 from kit.mx.gluon.block import HybridBlock
 from kit.mx.gluon.nn.basic_layers import apply
 from kit.nn import functional
@@ -101,8 +102,8 @@ class SoftmaxCrossEntropyLoss(Loss):
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):  # noqa: N803
         sparse = self._sparse_label
-        if sparse:
-            classes = label.asnumpy().astype(np.int64)
+        if sparse:  # (one host copy, in int64: astype copies)
+            classes = backend.to_device(label._t._data, "cpu").astype(np.int64)
         fast = (sparse and not self._from_logits and pred.ndim == 2 and self._axis in (-1, 1)
                 and self._batch_axis == 0 and sample_weight is None and self._weight is None)
         if fast:  # the fused primitive (it checks the classes): one node, the same values

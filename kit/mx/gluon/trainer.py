@@ -15,7 +15,6 @@ array([0.], dtype=float32)
 
 from __future__ import annotations
 
-from kit.grad_mode import no_grad
 from kit.mx import optimizer as opt
 from kit.mx.gluon.parameter import Parameter
 from kit.mx.gluon.parameter_dict import ParameterDict
@@ -95,13 +94,16 @@ class Trainer:
         self.step(batch_size, ignore_stale_grad)
 
     def _update(self, ignore_stale_grad=False):
-        updates = []
+        indices, grads, weights = [], [], []
         for i, param in enumerate(self._params):
             if param._grad_req == "null":
                 continue
             weight = param._var if param._var is not None else param.data()
-            if weight._slot.fresh:
-                updates.append((i, weight))
+            slot = weight._slot
+            if slot.fresh:
+                indices.append(i)
+                grads.append(slot.grad)
+                weights.append(weight)
             elif not ignore_stale_grad:
                 raise UserWarning(
                     f"Gradient of Parameter `{param.name}` on context {weight.context} has not "
@@ -111,11 +113,14 @@ class Trainer:
                     f"ignore_stale_grad=True to suppress this warning and skip updating of "
                     f"Parameters with stale gradient"
                 )
-        updater = self._updater
-        with no_grad():  # once for the step, for an optimizer written with NDArray ops
-            for i, weight in updates:
-                updater(i, weight.grad, weight)
-                weight._slot.fresh = False
+        if not indices:
+            return
+        # NOTE: one Updater call for the step, with lists (as MXNet 1.x's Trainer): SGD then
+        # updates every weight in one loop, and no grad mode is entered for it (the Updater
+        # runs any other optimizer under no_grad)
+        self._updater(indices, grads, weights)
+        for weight in weights:
+            weight._slot.fresh = False
 
     def save_states(self, fname):
         """Write the optimiser's states (momenta, Adam moments, update counts) to `fname`."""
