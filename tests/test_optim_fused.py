@@ -75,3 +75,21 @@ def test_fused_sgd_matches_pytorch():
         mine.step()
         theirs.step()
     np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("wd", [None, [0.0, 0.0]])
+def test_mxnet_sgd_of_a_large_weight_gives_numpys_bits(wd):
+    """gluon's SGD without momentum (`w -= g * lr * rescale`) takes the same fused loop."""
+    from kit.optim.maths import mxnet_sgd
+
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((200, 100)).astype(np.float32)
+    g = rng.standard_normal((200, 100)).astype(np.float32)
+    weights = [kit.tensor(w.copy()), kit.tensor(w[:3].copy())]  # (large: fused; small: NumPy)
+    mxnet_sgd(weights, [kit.tensor(g), kit.tensor(g[:3])], [{}, {}], [0.1, 0.1], wds=wd,
+              rescale_grad=1 / 64)
+    want = w.copy()
+    want -= g * (0.1 * (1 / 64))
+    np.testing.assert_array_equal(weights[0].numpy(), want, strict=True)
+    np.testing.assert_array_equal(weights[1].numpy(), want[:3], strict=True)
+    assert weights[0]._version == 1

@@ -203,6 +203,15 @@ def _mxnet_grad(g, rescale_grad, clip_gradient, xp):
     return g
 
 
+def _descend(w, g, step):
+    """`w -= g * step` in place: for a large CPU array, SGD's compiled loop (kit/optim/_fused.py:
+    one pass, no temporary, the same bits); else NumPy's two passes."""
+    if w.size >= _fused.FUSED_FROM and _fused.usable(w, g):
+        _fused.sgd(w, g, None, step, 0.0, 0.0, 0.0, False, False, False)
+    else:
+        w -= g * step
+
+
 def mxnet_sgd(weights, grads, states, lrs, momentum=0.0, wds=None, rescale_grad=1.0,
               clip_gradient=None):
     """MXNet's SGD over lists (MXNet's aggregated `multi_sgd_update`), with one learning rate
@@ -229,14 +238,13 @@ def mxnet_sgd(weights, grads, states, lrs, momentum=0.0, wds=None, rescale_grad=
         # the CPU's caches, so every line run between two passes costs (measured: this loop
         # with a per-weight check of wd takes ~7 us more a step for the 784-256-256-10 MLP).
         for weight, grad, lr in zip(weights, grads, lrs, strict=True):
-            w = weight._data
-            w -= grad._data * (lr * rescale_grad)
+            _descend(weight._data, grad._data, lr * rescale_grad)
         return
     for i, (weight, grad, lr) in enumerate(zip(weights, grads, lrs, strict=True)):
         w = weight._data
         wd = 0.0 if wds is None else wds[i]
         if plain and wd == 0:  # the same arithmetic as above
-            w -= grad._data * (lr * rescale_grad)
+            _descend(w, grad._data, lr * rescale_grad)
             continue
         step = _mxnet_grad(grad._data, rescale_grad, clip_gradient, backend.get_array_module(w))
         if wd != 0:
